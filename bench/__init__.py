@@ -1,0 +1,1 @@
+"""Benchmarks: each prints its figures; `pdm run bench` runs them all."""

@@ -1,0 +1,31 @@
+"""The message bus: NATS JetStream subjects, streams, envelopes and acknowledged publishing."""
+
+from drydock.bus.client import Bus, BusUnavailable, connect_nats
+from drydock.bus.envelopes import (
+    Author,
+    Channel,
+    EventType,
+    GithubEvent,
+    InboxMessage,
+    ReplyAddress,
+    RunEvent,
+    Wake,
+)
+from drydock.bus.streams import Topology, provision, topology
+
+__all__ = [
+    "Author",
+    "Bus",
+    "BusUnavailable",
+    "Channel",
+    "EventType",
+    "GithubEvent",
+    "InboxMessage",
+    "ReplyAddress",
+    "RunEvent",
+    "Topology",
+    "Wake",
+    "connect_nats",
+    "provision",
+    "topology",
+]

@@ -1,0 +1,93 @@
+"""The NATS connection and acknowledged publishing."""
+
+from __future__ import annotations
+
+import nats
+import structlog
+from nats.aio.client import Client as NatsClient
+from nats.errors import Error as NatsError
+from nats.errors import NoServersError
+from nats.js import JetStreamContext
+from nats.js.api import PubAck
+from pydantic import BaseModel
+
+from drydock.bus import subjects
+from drydock.bus.envelopes import GithubEvent, RunEvent, Wake
+from drydock.config import NatsSettings
+from drydock.telemetry.tracing import inject_headers
+
+log = structlog.get_logger(__name__)
+
+MSG_ID_HEADER = "Nats-Msg-Id"
+
+
+class BusUnavailable(RuntimeError):
+    """NATS cannot be reached, or JetStream did not acknowledge a publish."""
+
+
+async def connect_nats(settings: NatsSettings, *, name: str, url: str | None = None) -> NatsClient:
+    """Connect, reconnecting forever once connected; fail fast when the first connect fails."""
+    target = url or settings.url
+    if target is None:
+        raise BusUnavailable("DRYDOCK_NATS_URL is not set")
+
+    async def on_error(error: Exception) -> None:
+        log.warning("nats error", error=str(error))
+
+    async def on_disconnected() -> None:
+        log.warning("nats disconnected")
+
+    async def on_reconnected() -> None:
+        log.info("nats reconnected")
+
+    try:
+        return await nats.connect(
+            servers=[server.strip() for server in target.split(",")],
+            name=name,
+            connect_timeout=settings.connect_timeout,
+            allow_reconnect=True,
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=0.5,
+            error_cb=on_error,
+            disconnected_cb=on_disconnected,
+            reconnected_cb=on_reconnected,
+        )
+    except (NoServersError, OSError, TimeoutError) as error:
+        raise BusUnavailable(f"cannot reach NATS at {target}: {error or type(error).__name__}") from None
+
+
+class Bus:
+    """Acknowledged publishing of envelopes. A publish returns only once JetStream stored it."""
+
+    def __init__(self, nc: NatsClient, *, timeout: float = 5.0) -> None:
+        self.nc = nc
+        self.js: JetStreamContext = nc.jetstream(timeout=timeout)
+
+    async def publish(
+        self,
+        subject: str,
+        envelope: BaseModel,
+        *,
+        msg_id: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> PubAck:
+        """Publish and await the stream's acknowledgement; ``msg_id`` de-duplicates in the stream."""
+        all_headers = inject_headers(dict(headers or {}))
+        if msg_id is not None:
+            all_headers[MSG_ID_HEADER] = msg_id
+        try:
+            return await self.js.publish(subject, envelope.model_dump_json().encode(), headers=all_headers)
+        except (NatsError, TimeoutError) as error:
+            raise BusUnavailable(f"publish to {subject} not acknowledged: {error or type(error).__name__}") from None
+
+    async def wake(self, wake: Wake, *, msg_id: str | None = None) -> PubAck:
+        return await self.publish(subjects.run(wake.role, wake.thread_id), wake, msg_id=msg_id)
+
+    async def emit(self, event: RunEvent) -> PubAck:
+        return await self.publish(subjects.event(event.thread_id, event.type.value), event)
+
+    async def github(self, event: GithubEvent) -> PubAck:
+        return await self.publish(subjects.github(event.event), event, msg_id=event.delivery_id)
+
+    async def close(self) -> None:
+        await self.nc.drain()

@@ -1,0 +1,39 @@
+"""Subject builders. Every subject Drydock uses is spelled here and nowhere else."""
+
+from drydock.roles import Role
+
+INBOX = "drydock.inbox"
+RUN = "drydock.run"
+EVENT = "drydock.event"
+GITHUB = "drydock.github"
+
+
+def _token(value: str) -> str:
+    if not value or any(char in value for char in ". *>\t\r\n"):
+        raise ValueError(f"{value!r} cannot be a subject token")
+    return value
+
+
+def inbox(thread_id: str) -> str:
+    return f"{INBOX}.{_token(thread_id)}"
+
+
+def run(role: Role, thread_id: str) -> str:
+    return f"{RUN}.{role.value}.{_token(thread_id)}"
+
+
+def runs_of(role: Role) -> str:
+    """The filter that matches every wake of one role."""
+    return f"{RUN}.{role.value}.*"
+
+
+def event(thread_id: str, event_type: str) -> str:
+    return f"{EVENT}.{_token(thread_id)}.{_token(event_type)}"
+
+
+def events_of(thread_id: str) -> str:
+    return f"{EVENT}.{_token(thread_id)}.*"
+
+
+def github(event_name: str) -> str:
+    return f"{GITHUB}.{_token(event_name)}"

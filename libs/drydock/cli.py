@@ -1,0 +1,88 @@
+"""The ``drydock`` command: ``dev``, ``serve SERVICE``, ``version``, ``asyncapi``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Coroutine
+from typing import Any
+
+import drydock
+from drydock import services
+from drydock.bus import BusUnavailable
+from drydock.bus.asyncapi import asyncapi_document
+from drydock.config import ConfigError, Settings, load_settings
+from drydock.infra.embedded import EmbeddedServerError
+from drydock.infra.redis import StoreUnavailable
+from drydock.runtime import open_runtime
+from drydock.telemetry import configure_logging
+
+EXIT_CONFIG = 2
+EXIT_UNAVAILABLE = 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="drydock", description="Self-hosted coding agents.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("dev", help="run every service in one process, with embedded NATS and Valkey if unset")
+    serve = commands.add_parser("serve", help="run one service")
+    serve.add_argument("service", help="the service's name, e.g. web, ingress, coder-worker")
+    commands.add_parser("version", help="print the version")
+    commands.add_parser("asyncapi", help="print the AsyncAPI description of the bus")
+    return parser
+
+
+async def serve(settings: Settings, name: str) -> None:
+    service = services.get(name)
+    async with open_runtime(settings, name=name) as runtime:
+        print(f"drydock {name}: {service.listens(runtime)}", flush=True)
+        await service.run(runtime)
+
+
+def run_until_signalled(main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main``; SIGINT and SIGTERM cancel it so that it shuts down in order."""
+
+    async def wrapper() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, task.cancel)
+        try:
+            await main
+        except asyncio.CancelledError:
+            print("drydock: stopped", file=sys.stderr, flush=True)
+
+    asyncio.run(wrapper())
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    if args.command == "version":
+        print(drydock.__version__)
+        return
+    if args.command == "asyncapi":
+        print(json.dumps(asyncapi_document(), indent=2))
+        return
+    try:
+        settings = load_settings()
+    except ConfigError as error:
+        print(f"drydock: {error}", file=sys.stderr)
+        raise SystemExit(EXIT_CONFIG) from None
+    configure_logging(settings.log, settings.log_format)
+    try:
+        if args.command == "dev":
+            from drydock.dev import run_dev
+
+            run_until_signalled(run_dev(settings))
+        else:
+            run_until_signalled(serve(settings, args.service))
+    except services.UnknownService as error:
+        print(f"drydock: {error}", file=sys.stderr)
+        raise SystemExit(EXIT_CONFIG) from None
+    except (BusUnavailable, StoreUnavailable, EmbeddedServerError) as error:
+        print(f"drydock: {error}", file=sys.stderr)
+        raise SystemExit(EXIT_UNAVAILABLE) from None

@@ -1,0 +1,100 @@
+"""The HTTP side of a service: a FastAPI app with health, readiness and metrics, served by
+uvicorn inside an already running event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator
+from importlib.metadata import entry_points
+
+import uvicorn
+from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+from redis.exceptions import RedisError
+
+import drydock
+from drydock.config import load_settings
+from drydock.runtime import Runtime, open_runtime
+from drydock.telemetry import metrics_response
+
+ROUTER_ENTRY_POINT_GROUP = "drydock.web_routers"
+
+RouterFactory = Callable[[Runtime], APIRouter]
+
+
+def web_routers() -> list[RouterFactory]:
+    """Router factories registered by services (ingress, dashboard) for the web-only process."""
+    return [entry.load() for entry in sorted(entry_points(group=ROUTER_ENTRY_POINT_GROUP), key=lambda e: e.name)]
+
+
+async def readiness(runtime: Runtime) -> dict[str, str]:
+    """``ok`` or the reason, per dependency."""
+    checks = {"nats": "ok" if runtime.nats.is_connected else "not connected"}
+    try:
+        await asyncio.wait_for(runtime.redis.ping(), 1.0)
+        checks["redis"] = "ok"
+    except (RedisError, OSError, TimeoutError) as error:
+        checks["redis"] = f"unreachable: {error or type(error).__name__}"
+    return checks
+
+
+def create_app(name: str, runtime: Runtime | None = None, routers: list[RouterFactory] | None = None) -> FastAPI:
+    """The service's app. Without a runtime, its lifespan opens one from the environment."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if runtime is not None:
+            _mount(app, runtime, routers or [])
+            yield
+            return
+        async with open_runtime(load_settings(), name=name) as opened:
+            _mount(app, opened, routers or [])
+            yield
+
+    app = FastAPI(title=f"Drydock {name}", version=drydock.__version__, lifespan=lifespan)
+
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", include_in_schema=False)
+    async def readyz(request: Request) -> JSONResponse:
+        checks = await readiness(request.app.state.runtime)
+        ready = all(value == "ok" for value in checks.values())
+        return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks}, 200 if ready else 503)
+
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics() -> Response:
+        body, content_type = metrics_response()
+        return Response(body, media_type=content_type)
+
+    return app
+
+
+def _mount(app: FastAPI, runtime: Runtime, routers: list[RouterFactory]) -> None:
+    app.state.runtime = runtime
+    for factory in routers:
+        app.include_router(factory(runtime))
+
+
+class _EmbeddedServer(uvicorn.Server):
+    """A uvicorn server that leaves signal handling to the process that runs it."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def serve(app: FastAPI, *, host: str, port: int) -> None:
+    """Serve until cancelled, then shut down gracefully."""
+    server = _EmbeddedServer(uvicorn.Config(app, host=host, port=port, log_config=None, lifespan="on"))
+    task = asyncio.create_task(server.serve())
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        server.should_exit = True
+        await task
+        raise
+    if not server.started:
+        raise RuntimeError(f"HTTP server could not start on {host}:{port}")

@@ -1,0 +1,1 @@
+"""Infrastructure Drydock runs on: embedded NATS and Valkey for development and tests, connections."""

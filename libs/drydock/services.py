@@ -1,0 +1,48 @@
+"""Services are plugins: each registers a :class:`Service` under the ``drydock.services``
+entry-point group, and ``drydock serve NAME`` / ``drydock dev`` find it there. The library
+never imports a service."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+
+from drydock.runtime import Runtime
+
+ENTRY_POINT_GROUP = "drydock.services"
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    description: str
+    run: Callable[[Runtime], Coroutine[Any, Any, None]]
+    """Runs the service until it is cancelled."""
+    listens: Callable[[Runtime], str]
+    """Where the service listens or what it consumes, for the start-up banner."""
+    in_dev: bool = True
+    """False for services that another one already covers in ``drydock dev`` (ingress and
+    dashboard are served by ``web`` there)."""
+
+
+class UnknownService(LookupError):
+    pass
+
+
+def available() -> dict[str, Service]:
+    found: dict[str, Service] = {}
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        service = entry.load()
+        if not isinstance(service, Service) or service.name != entry.name:
+            raise TypeError(f"entry point {entry.name!r} of {ENTRY_POINT_GROUP} is not a Service named so")
+        found[entry.name] = service
+    return dict(sorted(found.items()))
+
+
+def get(name: str) -> Service:
+    services = available()
+    if name not in services:
+        raise UnknownService(f"unknown service {name!r}; available: {', '.join(services) or 'none'}")
+    return services[name]

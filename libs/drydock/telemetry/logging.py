@@ -1,0 +1,59 @@
+"""Structured logging: JSON in production, readable in development, with thread and run ids.
+
+Code binds ``thread_id`` and ``run_id`` once with :func:`bind_run`; every log line inside
+that context carries them, including lines from the standard library's ``logging``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator
+
+import structlog
+
+from drydock.config import LogFormat, LogSettings
+
+
+def configure_logging(settings: LogSettings, log_format: LogFormat) -> None:
+    shared: list[structlog.types.Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.StackInfoRenderer(),
+    ]
+    renderer: structlog.types.Processor
+    if log_format is LogFormat.JSON:
+        shared.append(structlog.processors.format_exc_info)
+        renderer = structlog.processors.JSONRenderer()
+    else:
+        renderer = structlog.dev.ConsoleRenderer()
+
+    structlog.configure(
+        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=True,
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=shared,
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        )
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(settings.level)
+    for noisy in ("uvicorn.access",):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+
+
+@contextlib.contextmanager
+def bind_run(*, thread_id: str, run_id: str | None = None) -> Iterator[None]:
+    """Attach the thread (and run) id to every log line written inside the block."""
+    values = {"thread_id": thread_id} | ({"run_id": run_id} if run_id else {})
+    with structlog.contextvars.bound_contextvars(**values):
+        yield

@@ -1,0 +1,1 @@
+"""Drydock services: one small package per service, each a plugin of `drydock serve`."""

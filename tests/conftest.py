@@ -1,0 +1,58 @@
+"""Shared fixtures: one embedded NATS and one embedded Valkey per test session, real servers."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from nats.aio.client import Client as NatsClient
+from redis.asyncio import Redis
+
+from drydock.bus import Bus, connect_nats, provision, topology
+from drydock.config import Settings, load_settings
+from drydock.infra.embedded import EmbeddedUrls, embedded_infrastructure
+from drydock.infra.redis import Keys, connect_redis
+
+
+@pytest.fixture(scope="session")
+async def infra() -> AsyncIterator[EmbeddedUrls]:
+    async with embedded_infrastructure() as urls:
+        yield urls
+
+
+@pytest.fixture(scope="session")
+def settings(infra: EmbeddedUrls) -> Settings:
+    return load_settings(nats={"url": infra.nats}, redis={"url": infra.redis})
+
+
+@pytest.fixture(scope="session")
+async def nats_client(settings: Settings) -> AsyncIterator[NatsClient]:
+    nc = await connect_nats(settings.nats, name="tests")
+    yield nc
+    await nc.close()
+
+
+@pytest.fixture(scope="session")
+async def bus(nats_client: NatsClient, settings: Settings) -> Bus:
+    bus = Bus(nats_client)
+    await provision(bus.js, topology(settings.nats))
+    return bus
+
+
+@pytest.fixture(scope="session")
+async def redis(settings: Settings) -> AsyncIterator[Redis]:
+    client = await connect_redis(settings.redis)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+def keys() -> Keys:
+    """Keys under a prefix of their own, so tests never see each other's records."""
+    return Keys(prefix=f"test-{uuid.uuid4().hex[:8]}")
+
+
+@pytest.fixture
+def thread_id() -> str:
+    return str(uuid.uuid4())

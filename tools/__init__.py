@@ -1,0 +1,1 @@
+"""Development tooling behind the PDM scripts; not part of the installed distribution."""
