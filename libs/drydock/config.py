@@ -9,12 +9,22 @@ from __future__ import annotations
 
 from datetime import timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "DRYDOCK_"
+
+
+def _seconds_if_numeric(value: object) -> object:
+    if isinstance(value, str) and value.strip().replace(".", "", 1).isdigit():
+        return float(value)
+    return value
+
+
+Duration = Annotated[timedelta, BeforeValidator(_seconds_if_numeric)]
+"""A duration: seconds (``45``, ``0.5``), ``HH:MM:SS`` or ISO 8601 (``PT45S``)."""
 
 
 class ConfigError(Exception):
@@ -37,15 +47,15 @@ class NatsSettings(BaseModel):
         description="NATS server URL(s), comma-separated. Unset: `drydock dev` starts an embedded server.",
     )
     connect_timeout: float = Field(default=2.0, gt=0)
-    inbox_max_age: timedelta = Field(default=timedelta(days=14))
-    events_max_age: timedelta = Field(default=timedelta(days=7))
-    github_max_age: timedelta = Field(default=timedelta(days=3))
-    duplicate_window: timedelta = Field(
+    inbox_max_age: Duration = Field(default=timedelta(days=14))
+    events_max_age: Duration = Field(default=timedelta(days=7))
+    github_max_age: Duration = Field(default=timedelta(days=3))
+    duplicate_window: Duration = Field(
         default=timedelta(hours=24),
         description="How long JetStream remembers a Nats-Msg-Id to drop redeliveries.",
     )
     replicas: int = Field(default=1, ge=1, le=5)
-    run_ack_wait: timedelta = Field(default=timedelta(seconds=60))
+    run_ack_wait: Duration = Field(default=timedelta(seconds=60))
     run_max_deliver: int = Field(default=10, ge=1)
 
     @field_validator("url")
@@ -75,12 +85,12 @@ class RedisSettings(BaseModel):
 
 
 class LeaseSettings(BaseModel):
-    ttl: timedelta = Field(default=timedelta(seconds=30), gt=timedelta(0))
+    ttl: Duration = Field(default=timedelta(seconds=30), gt=timedelta(0))
 
 
 class SandboxSettings(BaseModel):
     provider: str = Field(default="local")
-    idle_ttl: timedelta = Field(default=timedelta(hours=2))
+    idle_ttl: Duration = Field(default=timedelta(hours=2))
 
 
 class GithubSettings(BaseModel):

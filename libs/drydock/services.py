@@ -5,9 +5,9 @@ never imports a service."""
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import Any
 from dataclasses import dataclass
 from importlib.metadata import entry_points
+from typing import Any
 
 from drydock.runtime import Runtime
 

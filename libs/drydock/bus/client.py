@@ -19,6 +19,7 @@ from drydock.telemetry.tracing import inject_headers
 log = structlog.get_logger(__name__)
 
 MSG_ID_HEADER = "Nats-Msg-Id"
+_FIRST_CONNECT_ATTEMPTS = 3
 
 
 class BusUnavailable(RuntimeError):
@@ -35,18 +36,19 @@ async def connect_nats(settings: NatsSettings, *, name: str, url: str | None = N
         log.warning("nats error", error=str(error))
 
     async def on_disconnected() -> None:
-        log.warning("nats disconnected")
+        if not nc.is_closed:
+            log.warning("nats disconnected")
 
     async def on_reconnected() -> None:
         log.info("nats reconnected")
 
     try:
-        return await nats.connect(
+        nc = await nats.connect(
             servers=[server.strip() for server in target.split(",")],
             name=name,
             connect_timeout=settings.connect_timeout,
             allow_reconnect=True,
-            max_reconnect_attempts=-1,
+            max_reconnect_attempts=_FIRST_CONNECT_ATTEMPTS,
             reconnect_time_wait=0.5,
             error_cb=on_error,
             disconnected_cb=on_disconnected,
@@ -54,6 +56,10 @@ async def connect_nats(settings: NatsSettings, *, name: str, url: str | None = N
         )
     except (NoServersError, OSError, TimeoutError) as error:
         raise BusUnavailable(f"cannot reach NATS at {target}: {error or type(error).__name__}") from None
+    # nats-py applies one attempt limit to the first connect and to reconnects; -1 from the
+    # start would retry an unreachable first server forever instead of failing start-up.
+    nc.options["max_reconnect_attempts"] = -1
+    return nc
 
 
 class Bus:

@@ -74,7 +74,7 @@ def _flatten(kind: Role, fields: Mapping[str, str]) -> list[str]:
 
 
 class ThreadMetadataStore:
-    def __init__(self, redis: Redis, keys: Keys, *, max_retries: int = 50) -> None:
+    def __init__(self, redis: Redis, keys: Keys, *, max_retries: int = 100) -> None:
         self._redis = redis
         self._keys = keys
         self._max_retries = max_retries
@@ -132,7 +132,7 @@ class ThreadMetadataStore:
                     await pipe.execute()
                 except WatchError:
                     await pipe.reset()
-                    await asyncio.sleep(random.uniform(0, 0.001 * min(attempt + 1, 20)))
+                    await asyncio.sleep(random.uniform(0, min(0.05, 0.001 * 2 ** min(attempt, 6))))
                     continue
                 for name in to_delete:
                     current.pop(name, None)

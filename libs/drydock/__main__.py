@@ -1,0 +1,3 @@
+from drydock.cli import main
+
+main()

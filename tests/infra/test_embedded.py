@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+from drydock.infra.embedded import embedded_infrastructure
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); it is gone for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def wait_gone(pids: list[int], within: float) -> list[int]:
+    deadline = asyncio.get_running_loop().time() + within
+    while any(alive(pid) for pid in pids) and asyncio.get_running_loop().time() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(0.05)
+    return [pid for pid in pids if alive(pid)]
+
+
+def server_pids() -> dict[str, int]:
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                    found[cmdline.read().replace(b"\0", b" ").decode(errors="replace")] = int(entry)
+            except OSError:
+                continue
+    return found
+
+
+class TestEmbeddedServers:
+    async def test_stop_leaves_no_process(self) -> None:
+        async with embedded_infrastructure() as urls:
+            assert urls.nats is not None
+            assert urls.redis is not None
+            nats_port, redis_port = urls.nats.rsplit(":", 1)[1], urls.redis.rsplit(":", 1)[1]
+            commands = server_pids()
+            # valkey-server rewrites its command line to "valkey-server 127.0.0.1:PORT".
+            pids = [pid for cmd, pid in commands.items() if f"-p {nats_port}" in cmd or f":{redis_port}" in cmd]
+            assert len(pids) == 2
+        assert await wait_gone(pids, within=5) == []
+
+    async def test_a_parent_killed_with_sigkill_leaves_no_process(self) -> None:
+        script = textwrap.dedent(
+            """
+            import asyncio, sys
+            from drydock.infra.embedded import embedded_infrastructure
+
+            async def main():
+                async with embedded_infrastructure() as urls:
+                    print("URLS", urls.nats, urls.redis, flush=True)
+                    await asyncio.sleep(60)
+
+            asyncio.run(main())
+            """
+        )
+        parent = await asyncio.create_subprocess_exec(sys.executable, "-c", script, stdout=subprocess.PIPE)
+        try:
+            assert parent.stdout is not None
+            line = ""
+            while not line.startswith("URLS"):
+                line = (await asyncio.wait_for(parent.stdout.readline(), 30)).decode()
+            nats_port, redis_port = (url.rsplit(":", 1)[1] for url in line.split()[1:])
+            commands = server_pids()
+            pids = [pid for cmd, pid in commands.items() if f"-p {nats_port}" in cmd or f":{redis_port}" in cmd]
+            assert len(pids) == 2
+            parent.send_signal(signal.SIGKILL)
+            await asyncio.wait_for(parent.wait(), 10)
+            assert await wait_gone(pids, within=5) == []
+        finally:
+            if parent.returncode is None:
+                parent.kill()
+                await parent.wait()

@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from nats.aio.client import Client as NatsClient
+from redis.asyncio import Redis
+
+from drydock.bus import Bus
+from drydock.config import Settings
+from drydock.http import create_app
+from drydock.infra.embedded import free_port
+from drydock.infra.redis import Keys
+from drydock.runtime import Runtime
+
+
+async def client_for(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://web") as client:
+            yield client
+
+
+@pytest.fixture
+async def web(settings: Settings, nats_client: NatsClient, bus: Bus, redis: Redis) -> AsyncIterator[httpx.AsyncClient]:
+    runtime = Runtime(settings, nats_client, bus, redis, Keys())
+    async for client in client_for(create_app("web", runtime)):
+        yield client
+
+
+class TestProbes:
+    async def test_healthz(self, web: httpx.AsyncClient) -> None:
+        response = await web.get("/healthz")
+        assert response.status_code == 200
+        assert response.json() == {"status": "ok"}
+
+    async def test_readyz_checks_nats_and_redis(self, web: httpx.AsyncClient) -> None:
+        response = await web.get("/readyz")
+        assert response.status_code == 200
+        assert response.json() == {"status": "ready", "checks": {"nats": "ok", "redis": "ok"}}
+
+    async def test_readyz_reports_an_unreachable_redis(
+        self, settings: Settings, nats_client: NatsClient, bus: Bus
+    ) -> None:
+        dead = Redis.from_url(f"redis://127.0.0.1:{free_port()}", socket_connect_timeout=0.2)
+        try:
+            runtime = Runtime(settings, nats_client, bus, dead, Keys())
+            async for client in client_for(create_app("web", runtime)):
+                response = await client.get("/readyz")
+                assert response.status_code == 503
+                body = response.json()
+                assert body["checks"]["nats"] == "ok"
+                assert body["checks"]["redis"].startswith("unreachable")
+        finally:
+            await dead.aclose()
+
+    async def test_metrics(self, web: httpx.AsyncClient) -> None:
+        response = await web.get("/metrics")
+        assert response.status_code == 200
+        assert "process_resident_memory_bytes" in response.text
+
+
+def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("DRYDOCK_")} | env
+    return subprocess.run(
+        [sys.executable, "-m", "drydock", *args],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+class TestCommandLine:
+    def test_version(self) -> None:
+        import drydock
+
+        result = run_cli("version")
+        assert result.returncode == 0
+        assert result.stdout.strip() == drydock.__version__
+
+    def test_unreachable_nats_is_named(self, settings: Settings) -> None:
+        assert settings.redis.url is not None
+        result = run_cli(
+            "serve", "web", DRYDOCK_NATS_URL=f"nats://127.0.0.1:{free_port()}", DRYDOCK_REDIS_URL=settings.redis.url
+        )
+        assert result.returncode == 1
+        assert "cannot reach NATS" in result.stderr
+
+    def test_unreachable_redis_is_named(self, settings: Settings) -> None:
+        assert settings.nats.url is not None
+        result = run_cli(
+            "serve", "web", DRYDOCK_NATS_URL=settings.nats.url, DRYDOCK_REDIS_URL=f"redis://127.0.0.1:{free_port()}"
+        )
+        assert result.returncode == 1
+        assert "cannot reach Redis" in result.stderr
+
+    def test_unset_urls_are_named(self) -> None:
+        result = run_cli("serve", "web")
+        assert result.returncode == 1
+        assert "DRYDOCK_NATS_URL is not set" in result.stderr
+
+    def test_unknown_service(self, settings: Settings) -> None:
+        assert settings.nats.url is not None
+        assert settings.redis.url is not None
+        result = run_cli("serve", "nope", DRYDOCK_NATS_URL=settings.nats.url, DRYDOCK_REDIS_URL=settings.redis.url)
+        assert result.returncode == 2
+        assert "unknown service 'nope'" in result.stderr

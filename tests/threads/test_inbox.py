@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from drydock.bus import Author, Bus, Channel, InboxMessage, ReplyAddress
+from drydock.threads import Inbox
+
+
+def message(thread_id: str, delivery_id: str, text: str) -> InboxMessage:
+    return InboxMessage(
+        delivery_id=delivery_id,
+        thread_id=thread_id,
+        channel=Channel.GITHUB,
+        author=Author(channel=Channel.GITHUB, external_id="1", name="ada"),
+        text=text,
+        repository="acme/widgets",
+        reply_to=ReplyAddress(channel=Channel.GITHUB, address={"issue": "42"}),
+    )
+
+
+@pytest.fixture
+def inbox(bus: Bus) -> Inbox:
+    return Inbox(bus)
+
+
+class TestInbox:
+    async def test_order_is_preserved(self, inbox: Inbox, thread_id: str) -> None:
+        for i in range(20):
+            await inbox.append(message(thread_id, f"d{i}", f"m{i}"))
+        stored = await inbox.read_after(thread_id)
+        assert [item.message.text for item in stored] == [f"m{i}" for i in range(20)]
+        assert [item.seq for item in stored] == sorted(item.seq for item in stored)
+
+    async def test_same_delivery_id_is_stored_once(self, inbox: Inbox, thread_id: str) -> None:
+        first = await inbox.append(message(thread_id, "delivery-1", "hello"))
+        again = await inbox.append(message(thread_id, "delivery-1", "hello (redelivered)"))
+        assert not first.duplicate
+        assert again.duplicate
+        assert again.seq == first.seq
+        assert [item.message.text for item in await inbox.read_after(thread_id)] == ["hello"]
+
+    async def test_concurrent_duplicates_are_stored_once(self, inbox: Inbox, thread_id: str) -> None:
+        results = await asyncio.gather(*(inbox.append(message(thread_id, "burst", "x")) for _ in range(10)))
+        assert sum(not result.duplicate for result in results) == 1
+        assert len(await inbox.read_after(thread_id)) == 1
+
+    async def test_read_after_cursor_returns_exactly_the_newer(self, inbox: Inbox, thread_id: str) -> None:
+        results = [await inbox.append(message(thread_id, f"d{i}", f"m{i}")) for i in range(5)]
+        cursor = results[2].seq
+        newer = await inbox.read_after(thread_id, cursor)
+        assert [item.message.text for item in newer] == ["m3", "m4"]
+        assert await inbox.read_after(thread_id, results[-1].seq) == []
+
+    async def test_threads_do_not_see_each_other(self, inbox: Inbox, thread_id: str) -> None:
+        other = "00000000-0000-4000-8000-" + thread_id[-12:]
+        await inbox.append(message(thread_id, "a", "mine"))
+        await inbox.append(message(other, "a", "theirs"))
+        assert [item.message.text for item in await inbox.read_after(thread_id)] == ["mine"]
+        assert [item.message.text for item in await inbox.read_after(other)] == ["theirs"]
+
+    async def test_limit(self, inbox: Inbox, thread_id: str) -> None:
+        for i in range(5):
+            await inbox.append(message(thread_id, f"d{i}", f"m{i}"))
+        assert [item.message.text for item in await inbox.read_after(thread_id, limit=2)] == ["m0", "m1"]

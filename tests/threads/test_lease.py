@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from redis.asyncio import Redis
+
+from drydock.config import Settings
+from drydock.infra.embedded import valkey_server
+from drydock.infra.redis import Keys, connect_redis
+from drydock.threads import LeaseBusy, LeaseLost, Leases
+
+SHORT = timedelta(milliseconds=600)
+
+
+@pytest.fixture
+def leases(redis: Redis, keys: Keys) -> Leases:
+    return Leases(redis, keys, ttl=SHORT)
+
+
+class TestAcquire:
+    async def test_hundred_concurrent_acquirers_one_holder(
+        self, settings: Settings, keys: Keys, thread_id: str
+    ) -> None:
+        clients = [await connect_redis(settings.redis) for _ in range(10)]
+        try:
+            contenders = [Leases(clients[i % 10], keys, ttl=timedelta(seconds=30)) for i in range(100)]
+            results = await asyncio.gather(*(c.acquire(thread_id, f"worker-{i}") for i, c in enumerate(contenders)))
+            holders = [lease for lease in results if lease is not None]
+            assert len(holders) == 1
+        finally:
+            await asyncio.gather(*(client.aclose() for client in clients))
+
+    async def test_release_lets_the_next_one_in_with_a_higher_fence(self, leases: Leases, thread_id: str) -> None:
+        first = await leases.acquire(thread_id, "a")
+        assert first is not None
+        assert await leases.acquire(thread_id, "b") is None
+        assert await leases.release(first)
+        second = await leases.acquire(thread_id, "b")
+        assert second is not None
+        assert second.fence > first.fence
+
+    async def test_expired_lease_is_taken_with_a_higher_fence(self, leases: Leases, thread_id: str) -> None:
+        stale = await leases.acquire(thread_id, "stopped-renewing")
+        assert stale is not None
+        await asyncio.sleep(SHORT.total_seconds() + 0.1)
+        fresh = await leases.acquire(thread_id, "next")
+        assert fresh is not None
+        assert fresh.fence > stale.fence
+        assert not await leases.renew(stale), "the old holder must not renew someone else's lease"
+        assert not await leases.release(stale), "the old holder must not release someone else's lease"
+        assert await leases.renew(fresh)
+
+    async def test_owner_names_cannot_forge_tokens(self, leases: Leases, thread_id: str) -> None:
+        with pytest.raises(ValueError, match="owner"):
+            await leases.acquire(thread_id, "a|1")
+
+
+class TestHold:
+    async def test_renews_beyond_the_ttl_and_releases(self, leases: Leases, thread_id: str) -> None:
+        async with leases.hold(thread_id, "a") as lease:
+            await asyncio.sleep(SHORT.total_seconds() * 2.5)
+            assert await leases.acquire(thread_id, "b") is None
+        after = await leases.acquire(thread_id, "b")
+        assert after is not None
+        assert after.fence > lease.fence
+
+    async def test_busy(self, leases: Leases, thread_id: str) -> None:
+        assert await leases.acquire(thread_id, "a") is not None
+        with pytest.raises(LeaseBusy):
+            async with leases.hold(thread_id, "b"):
+                pytest.fail("entered a block whose lease is held by another worker")
+
+    async def test_taken_over_lease_cancels_the_block(
+        self, leases: Leases, redis: Redis, keys: Keys, thread_id: str
+    ) -> None:
+        reached_end = False
+
+        async def run_while_stolen() -> None:
+            nonlocal reached_end
+            async with leases.hold(thread_id, "a"):
+                await redis.delete(keys.lease(thread_id))
+                assert await leases.acquire(thread_id, "thief") is not None
+                await asyncio.sleep(SHORT.total_seconds() * 3)
+                reached_end = True
+
+        with pytest.raises(LeaseLost):
+            await run_while_stolen()
+        assert not reached_end
+
+    async def test_renewal_failing_cancels_the_block_within_the_ttl(self, keys: Keys, thread_id: str) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            server = valkey_server(Path(tmp))
+            await server.start()
+            client = Redis.from_url(server.url, decode_responses=True, socket_timeout=0.2, socket_connect_timeout=0.2)
+            leases = Leases(client, keys, ttl=SHORT)
+            loop = asyncio.get_running_loop()
+            stopped_at = 0.0
+
+            async def run_while_redis_is_down() -> None:
+                nonlocal stopped_at
+                async with leases.hold(thread_id, "a"):
+                    await server.stop()
+                    stopped_at = loop.time()
+                    await asyncio.sleep(10)
+
+            try:
+                with pytest.raises(LeaseLost):
+                    await run_while_redis_is_down()
+                assert loop.time() - stopped_at <= SHORT.total_seconds() + 0.3
+            finally:
+                await server.stop()
+                await client.aclose()
+
+    async def test_outer_cancellation_is_not_swallowed(self, leases: Leases, thread_id: str) -> None:
+        async def hold_forever() -> None:
+            async with leases.hold(thread_id, "a"):
+                await asyncio.sleep(10)
+
+        task = asyncio.create_task(hold_forever())
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await leases.acquire(thread_id, "b") is not None, "a cancelled holder releases its lease"
