@@ -8,6 +8,7 @@ skipped with a clear line on a developer's machine.
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import subprocess
@@ -18,13 +19,29 @@ def _pdm(*args: str, capture: bool = False) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["pdm", *args], check=False, text=True, capture_output=capture)
 
 
+def find_interpreter(version: str) -> str | None:
+    """A working ``pythonX.Y``: on PATH, or installed by pyenv but not selected (its shim then
+    exits 127), or in /usr/bin."""
+    candidates = [shutil.which(f"python{version}")]
+    pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    candidates += sorted(glob.glob(f"{pyenv_root}/versions/{version}.*/bin/python{version}"), reverse=True)
+    candidates.append(f"/usr/bin/python{version}")
+    for candidate in candidates:
+        if candidate and os.path.exists(candidate):
+            probe = subprocess.run([candidate, "-c", "import sys"], check=False, capture_output=True)
+            if probe.returncode == 0:
+                return candidate
+    return None
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
         print("usage: python -m tools.other_python VERSION COMMAND...", file=sys.stderr)
         return 2
     version, command = argv[0], argv[1:]
     name = "py" + version.replace(".", "")
-    if shutil.which(f"python{version}") is None:
+    interpreter = find_interpreter(version)
+    if interpreter is None:
         message = f"python{version} not found: the unit tests were NOT run on Python {version}"
         if os.environ.get("CI"):
             print(f"error: {message}", file=sys.stderr)
@@ -33,7 +50,7 @@ def main(argv: list[str]) -> int:
         return 0
     listed = _pdm("venv", "list", capture=True).stdout
     if f"{name}:" not in listed:
-        created = _pdm("venv", "create", "--name", name, shutil.which(f"python{version}") or version)
+        created = _pdm("venv", "create", "--name", name, interpreter)
         if created.returncode != 0:
             return created.returncode
     synced = _pdm("sync", "--venv", name, "-G", "dev", "--quiet")

@@ -10,13 +10,15 @@ import contextlib
 import logging
 import sys
 from collections.abc import Iterator
+from typing import TextIO
 
 import structlog
 
 from drydock.config import LogFormat, LogSettings
 
 
-def configure_logging(settings: LogSettings, log_format: LogFormat) -> None:
+def configure_logging(settings: LogSettings, log_format: LogFormat, stream: TextIO | None = None) -> None:
+    """Route structlog and the standard library's logging through one renderer to ``stream`` (stderr)."""
     shared: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
@@ -37,7 +39,7 @@ def configure_logging(settings: LogSettings, log_format: LogFormat) -> None:
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,
     )
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=shared,

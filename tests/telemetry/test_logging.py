@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+import structlog
+
+from drydock.config import LogFormat, LogSettings
+from drydock.telemetry import bind_run, configure_logging
+
+
+@pytest.fixture
+def json_logs() -> Iterator[io.StringIO]:
+    root = logging.getLogger()
+    saved_handlers, saved_level = root.handlers[:], root.level
+    stream = io.StringIO()
+    configure_logging(LogSettings(level="INFO"), LogFormat.JSON, stream)
+    yield stream
+    root.handlers[:] = saved_handlers
+    root.setLevel(saved_level)
+    structlog.reset_defaults()
+
+
+class TestJsonLogs:
+    def test_lines_carry_thread_and_run_ids(self, json_logs: io.StringIO) -> None:
+        with bind_run(thread_id="t-1", run_id="r-1"):
+            structlog.get_logger("drydock.test").info("model call", step=3)
+            logging.getLogger("some.library").warning("plain stdlib line")
+        structlog.get_logger("drydock.test").info("outside")
+        lines = [json.loads(line) for line in json_logs.getvalue().splitlines()]
+        inside, stdlib, outside = lines
+        assert inside["event"] == "model call"
+        assert inside["thread_id"] == "t-1"
+        assert inside["run_id"] == "r-1"
+        assert inside["step"] == 3
+        assert inside["level"] == "info"
+        assert stdlib["thread_id"] == "t-1"
+        assert stdlib["logger"] == "some.library"
+        assert "thread_id" not in outside
+
+    def test_level_filters(self, json_logs: io.StringIO) -> None:
+        structlog.get_logger("drydock.test").debug("hidden")
+        assert json_logs.getvalue() == ""

@@ -1,0 +1,66 @@
+"""`drydock dev` end to end: embedded servers, every service, clean shutdown on Ctrl-C."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import sys
+
+import httpx
+
+from drydock.infra.embedded import free_port
+from tests.infra.test_embedded import alive, server_pids, wait_gone
+
+
+class TestDev:
+    async def test_starts_everything_and_stops_cleanly_on_sigint(self) -> None:
+        port = free_port()
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("DRYDOCK_")}
+        environment["DRYDOCK_HTTP_PORT"] = str(port)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "drydock",
+            "dev",
+            env=environment,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        assert process.stdout is not None
+        output: list[str] = []
+        try:
+            while not any("ready; Ctrl-C stops everything" in line for line in output):
+                line = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
+                assert line, "drydock dev exited early:\n" + "".join(output)
+                output.append(line)
+            text = "".join(output)
+            nats_port = re.search(r"NATS nats://127\.0\.0\.1:(\d+) \(embedded\)", text)
+            redis_port = re.search(r"Redis redis://127\.0\.0\.1:(\d+) \(embedded\)", text)
+            assert nats_port
+            assert redis_port
+            assert f"web: http://127.0.0.1:{port}" in text
+            pids = [
+                pid for cmd, pid in server_pids().items() if f"-p {nats_port[1]}" in cmd or f":{redis_port[1]}" in cmd
+            ]
+            assert len(pids) == 2
+            async with httpx.AsyncClient() as client:
+                for _ in range(100):
+                    try:
+                        response = await client.get(f"http://127.0.0.1:{port}/readyz")
+                        break
+                    except httpx.ConnectError:
+                        await asyncio.sleep(0.05)
+                assert response.json()["status"] == "ready"
+
+            process.send_signal(signal.SIGINT)
+            rest = await asyncio.wait_for(process.stdout.read(), 30)
+            assert await asyncio.wait_for(process.wait(), 30) == 0
+            assert "drydock: stopped" in rest.decode()
+            assert await wait_gone(pids, within=5) == []
+            assert not any(alive(pid) for pid in pids)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
