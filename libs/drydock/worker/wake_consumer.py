@@ -1,0 +1,143 @@
+"""Feeds the wakes of one role to a handler, several threads at a time.
+
+One pull subscription bound to the role's durable consumer (provisioned at start-up, never
+here) fetches one wake at a time, and only when a run slot is free: fetching more than we run
+would let wakes time out in our buffer and be delivered twice. While a handler runs, the wake
+is kept alive with in-progress acknowledgements; it is acknowledged when the handler returns.
+A handler error naks the wake for a delayed redelivery, bounded by the consumer's
+``max_deliver``; the last failure is recorded on the thread instead of vanishing. Cancelling
+:meth:`WakeConsumer.run` stops fetching and hands unfinished wakes back at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+
+import structlog
+from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
+from pydantic import ValidationError
+
+from drydock.bus import Bus, EventType, RunEvent, Wake
+from drydock.bus.streams import RUNS_STREAM, run_consumer
+from drydock.roles import Role
+
+log = structlog.get_logger(__name__)
+
+WakeHandler = Callable[[Wake], Awaitable[None]]
+
+_MAX_NAK_DELAY = 60.0
+
+
+class WakeConsumer:
+    def __init__(
+        self,
+        bus: Bus,
+        role: Role,
+        handler: WakeHandler,
+        *,
+        concurrency: int,
+        heartbeat: float,
+        max_deliver: int,
+        fetch_timeout: float = 1.0,
+        stream: str = RUNS_STREAM,
+        durable: str | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self._bus = bus
+        self._role = role
+        self._handler = handler
+        self._concurrency = concurrency
+        self._heartbeat = heartbeat
+        self._max_deliver = max_deliver
+        self._fetch_timeout = fetch_timeout
+        self._stream = stream
+        self._durable = durable or run_consumer(role)
+        self.active: set[asyncio.Task[None]] = set()
+
+    async def run(self) -> None:
+        """Consume until cancelled; on cancellation hand every unfinished wake back."""
+        subscription = await self._bus.js.pull_subscribe_bind(durable=self._durable, stream=self._stream)
+        slots = asyncio.Semaphore(self._concurrency)
+        try:
+            while True:
+                await slots.acquire()
+                try:
+                    messages = await subscription.fetch(1, timeout=self._fetch_timeout)
+                except TimeoutError:
+                    slots.release()
+                    continue
+                except NatsError as error:
+                    slots.release()
+                    log.warning("fetching wakes failed", role=self._role.value, error=str(error))
+                    await asyncio.sleep(0.5)
+                    continue
+                for message in messages:
+                    task = asyncio.create_task(self._handle(message))
+                    self.active.add(task)
+                    task.add_done_callback(self._finished(slots))
+        finally:
+            with contextlib.suppress(NatsError):
+                await subscription.unsubscribe()
+            if self.active:
+                # The server still holds our last pull request until it expires and would hand a
+                # wake nak'd before then to that dead request, delaying it by a whole ack wait.
+                await asyncio.sleep(self._fetch_timeout)
+            for task in self.active:
+                task.cancel()
+            await asyncio.gather(*self.active, return_exceptions=True)
+
+    def _finished(self, slots: asyncio.Semaphore) -> Callable[[asyncio.Task[None]], None]:
+        def done(task: asyncio.Task[None]) -> None:
+            self.active.discard(task)
+            slots.release()
+
+        return done
+
+    async def _handle(self, message: Msg) -> None:
+        try:
+            wake = Wake.model_validate_json(message.data)
+        except ValidationError as error:
+            log.error("unreadable wake dropped", subject=message.subject, error=str(error))
+            await message.term()
+            return
+        keepalive = asyncio.create_task(self._keep_alive(message))
+        try:
+            await self._handler(wake)
+        except asyncio.CancelledError:
+            keepalive.cancel()
+            with contextlib.suppress(NatsError):
+                await message.nak()
+            raise
+        except Exception as error:
+            keepalive.cancel()
+            await self._failed(message, wake, error)
+        else:
+            keepalive.cancel()
+            await message.ack()
+
+    async def _keep_alive(self, message: Msg) -> None:
+        while True:
+            await asyncio.sleep(self._heartbeat)
+            with contextlib.suppress(NatsError):
+                await message.in_progress()
+
+    async def _failed(self, message: Msg, wake: Wake, error: Exception) -> None:
+        delivered = message.metadata.num_delivered or 1
+        log.exception("run failed", thread_id=wake.thread_id, role=wake.role.value, delivery=delivered)
+        if delivered < self._max_deliver:
+            await message.nak(delay=min(2.0 ** (delivered - 1), _MAX_NAK_DELAY))
+            return
+        await message.term()
+        with contextlib.suppress(Exception):
+            await self._bus.emit(
+                RunEvent(
+                    thread_id=wake.thread_id,
+                    run_id=f"wake-{message.metadata.sequence.stream if message.metadata.sequence else 0}",
+                    type=EventType.ERROR,
+                    data={"error": f"{type(error).__name__}: {error}", "deliveries": delivered, "gave_up": True},
+                )
+            )

@@ -1,0 +1,184 @@
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator
+
+import pytest
+
+from drydock.bus import Bus, EventType, RunEvent, Wake
+from drydock.bus.streams import EVENTS_STREAM
+from drydock.roles import Role
+from drydock.worker import WakeConsumer, WakeHandler
+from tests.worker.conftest import WakeQueue
+
+
+@contextlib.asynccontextmanager
+async def consuming(queue: WakeQueue, handler: WakeHandler, *, concurrency: int = 4) -> AsyncIterator[WakeConsumer]:
+    consumer = WakeConsumer(
+        queue.bus,
+        Role.CODER,
+        handler,
+        concurrency=concurrency,
+        heartbeat=queue.ack_wait / 4,
+        max_deliver=queue.max_deliver,
+        fetch_timeout=0.2,
+        stream=queue.stream,
+        durable=queue.durable,
+    )
+    task = asyncio.create_task(consumer.run())
+    try:
+        yield consumer
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def eventually(condition: object, within: float = 10.0) -> None:
+    assert callable(condition)
+    deadline = asyncio.get_running_loop().time() + within
+    while not await condition():
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.02)
+
+
+def new_thread() -> str:
+    return str(uuid.uuid4())
+
+
+class TestDelivery:
+    async def test_a_handled_wake_is_acknowledged(self, wake_queue: WakeQueue) -> None:
+        seen: list[Wake] = []
+
+        async def handler(wake: Wake) -> None:
+            seen.append(wake)
+
+        thread = new_thread()
+        async with consuming(wake_queue, handler):
+            await wake_queue.wake(thread)
+
+            async def done() -> bool:
+                return bool(seen) and await wake_queue.pending() == 0
+
+            await eventually(done)
+        assert [wake.thread_id for wake in seen] == [thread]
+
+    async def test_heartbeats_keep_a_run_longer_than_the_ack_wait(self, wake_queue: WakeQueue) -> None:
+        calls: Counter[str] = Counter()
+
+        async def slow(wake: Wake) -> None:
+            calls[wake.thread_id] += 1
+            await asyncio.sleep(wake_queue.ack_wait * 2.5)
+
+        thread = new_thread()
+        async with consuming(wake_queue, slow):
+            await wake_queue.wake(thread)
+
+            async def done() -> bool:
+                return calls[thread] == 1 and await wake_queue.pending() == 0
+
+            await eventually(done)
+            await asyncio.sleep(wake_queue.ack_wait)
+        assert calls[thread] == 1
+
+    async def test_runs_in_parallel_up_to_the_bound(self, wake_queue: WakeQueue) -> None:
+        running, most, finished = 0, 0, 0
+
+        async def handler(wake: Wake) -> None:
+            nonlocal running, most, finished
+            running += 1
+            most = max(most, running)
+            await asyncio.sleep(0.2)
+            running -= 1
+            finished += 1
+
+        async with consuming(wake_queue, handler, concurrency=2):
+            for _ in range(6):
+                await wake_queue.wake(new_thread())
+
+            async def done() -> bool:
+                return finished == 6
+
+            await eventually(done)
+        assert most == 2
+
+
+class TestFailures:
+    async def test_a_failing_run_is_redelivered_then_recorded_on_the_thread(
+        self, wake_queue: WakeQueue, bus: Bus
+    ) -> None:
+        attempts: Counter[str] = Counter()
+
+        async def failing(wake: Wake) -> None:
+            attempts[wake.thread_id] += 1
+            raise RuntimeError("sandbox exploded")
+
+        thread = new_thread()
+        async with consuming(wake_queue, failing):
+            await wake_queue.wake(thread)
+
+            async def gave_up() -> bool:
+                return attempts[thread] == wake_queue.max_deliver and await wake_queue.pending() == 0
+
+            await eventually(gave_up, within=15)
+        event = await bus.js.get_msg(EVENTS_STREAM, subject=f"drydock.event.{thread}.error")
+        assert event.data is not None
+        recorded = RunEvent.model_validate_json(event.data)
+        assert recorded.type is EventType.ERROR
+        assert recorded.data["gave_up"] is True
+        assert "sandbox exploded" in recorded.data["error"]
+
+    async def test_an_unreadable_wake_is_dropped_not_retried(self, wake_queue: WakeQueue) -> None:
+        seen: list[Wake] = []
+
+        async def handler(wake: Wake) -> None:
+            seen.append(wake)
+
+        async with consuming(wake_queue, handler):
+            await wake_queue.bus.js.publish(f"{wake_queue.prefix}.coder.x", b"not json")
+
+            async def drained() -> bool:
+                return await wake_queue.pending() == 0
+
+            await eventually(drained)
+        assert seen == []
+
+
+class TestShutdown:
+    async def test_unfinished_wakes_are_handed_back_at_once(self, wake_queue: WakeQueue) -> None:
+        started = asyncio.Event()
+
+        async def never_finishes(wake: Wake) -> None:
+            started.set()
+            await asyncio.sleep(3600)
+
+        thread = new_thread()
+        async with consuming(wake_queue, never_finishes):
+            await wake_queue.wake(thread)
+            await asyncio.wait_for(started.wait(), 10)
+
+        taken_over: list[Wake] = []
+
+        async def second_worker(wake: Wake) -> None:
+            taken_over.append(wake)
+
+        loop = asyncio.get_running_loop()
+        handed_back_at = loop.time()
+        async with consuming(wake_queue, second_worker):
+
+            async def taken() -> bool:
+                return bool(taken_over)
+
+            await eventually(taken, within=wake_queue.ack_wait * 0.8)
+        assert loop.time() - handed_back_at < wake_queue.ack_wait
+        assert taken_over[0].thread_id == thread
+
+    async def test_concurrency_must_be_positive(self, bus: Bus) -> None:
+        async def handler(wake: Wake) -> None:
+            raise AssertionError("never called")
+
+        with pytest.raises(ValueError, match="concurrency"):
+            WakeConsumer(bus, Role.CODER, handler, concurrency=0, heartbeat=1, max_deliver=1)
