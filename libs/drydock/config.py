@@ -7,11 +7,13 @@ Variables use the prefix ``DRYDOCK_`` and one underscore between section and fie
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import timedelta
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_origin
 
-from pydantic import BaseModel, BeforeValidator, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "DRYDOCK_"
@@ -88,34 +90,322 @@ class LeaseSettings(BaseModel):
     ttl: Duration = Field(default=timedelta(seconds=30), gt=timedelta(0))
 
 
+DEFAULT_SANDBOX_ENVIRONMENT = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "LANG": "C.UTF-8",
+}
+
+
+_QUANTITY = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
+"""A Kubernetes resource quantity as Drydock accepts it: ``500m``, ``2``, ``4Gi``."""
+
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+
+
+class KubernetesSandboxSettings(BaseModel):
+    """The ``kubernetes`` provider (``DRYDOCK_SANDBOX_KUBERNETES_*``): one pod per sandbox in
+    ``namespace``, from ``image``, reached by pod IP on ``daemon_port``.
+
+    Each field is also set by its own variable, ``DRYDOCK_SANDBOX_KUBERNETES_IMAGE`` for
+    ``image``; mappings and lists take JSON (``DRYDOCK_SANDBOX_KUBERNETES_NODE_SELECTOR='{"pool": "sandboxes"}'``).
+    """
+
+    namespace: str = Field(default="drydock-sandboxes", pattern=_DNS_LABEL, description="Where sandbox pods run.")
+    image: str = Field(
+        default="drydock-sandbox:latest", min_length=1, description="The sandbox image (Dockerfile.sandbox)."
+    )
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = "IfNotPresent"
+    image_pull_secrets: list[str] = Field(default_factory=list, description="Secrets in the namespace used to pull.")
+    kubeconfig: str | None = Field(
+        default=None,
+        description="A kubeconfig file; unset: the in-cluster service account when running in a pod, "
+        "else the default kubeconfig ($KUBECONFIG or ~/.kube/config).",
+    )
+    context: str | None = Field(default=None, description="The kubeconfig context; unset: its current context.")
+    service_account: str | None = Field(
+        default=None,
+        description="The pods' service account (its token is never mounted); unset: the namespace's default.",
+    )
+    daemon_port: int = Field(default=8484, ge=1, le=65535)
+    cpu_request: str = Field(default="250m", pattern=_QUANTITY)
+    cpu_limit: str = Field(default="2", pattern=_QUANTITY)
+    memory_request: str = Field(default="512Mi", pattern=_QUANTITY)
+    memory_limit: str = Field(default="4Gi", pattern=_QUANTITY)
+    ephemeral_storage_request: str = Field(default="1Gi", pattern=_QUANTITY)
+    ephemeral_storage_limit: str = Field(default="20Gi", pattern=_QUANTITY)
+    workspace_volume: Literal["emptyDir", "pvc"] = Field(
+        default="emptyDir",
+        description="emptyDir (node-local, gone with the pod) or pvc (a generic ephemeral volume: a PVC "
+        "created and deleted with the pod, from workspace_storage_class).",
+    )
+    workspace_size: str = Field(default="10Gi", pattern=_QUANTITY, description="Size limit or claim size.")
+    workspace_storage_class: str | None = Field(default=None, description="For pvc; unset: the cluster default.")
+    run_as_user: int = Field(default=1000, ge=1, description="Non-root uid (the sandbox image's user).")
+    run_as_group: int = Field(default=1000, ge=1)
+    active_deadline: Duration = Field(
+        default=timedelta(hours=24),
+        gt=timedelta(0),
+        description="activeDeadlineSeconds: the pod is stopped after this however busy it is; the thread's "
+        "next run gets a new sandbox restored from its snapshot.",
+    )
+    runtime_class: str | None = Field(default=None, description="runtimeClassName, e.g. gvisor; unset: the default.")
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    environment: dict[str, str] = Field(
+        default_factory=lambda: dict(DEFAULT_SANDBOX_ENVIRONMENT),
+        description="The sandbox's environment besides HOME, TMPDIR and its id.",
+    )
+    start_timeout: Duration = Field(
+        default=timedelta(minutes=2),
+        gt=timedelta(0),
+        description="Bound on scheduling, image pull and container start; the daemon then has ready_timeout.",
+    )
+    delete_timeout: Duration = Field(
+        default=timedelta(seconds=30), gt=timedelta(0), description="How long delete waits for the pod to be gone."
+    )
+    termination_grace: int = Field(default=5, ge=0, description="terminationGracePeriodSeconds of sandbox pods.")
+    warm_pool_size: int = Field(
+        default=0, ge=0, description="Idle pods kept ready for new threads; 0 turns the warm pool off."
+    )
+    warm_pool_refill_interval: Duration = Field(
+        default=timedelta(seconds=10), gt=timedelta(0), description="How often the pool is checked and refilled."
+    )
+    warm_pool_claim_timeout: Duration = Field(
+        default=timedelta(minutes=1),
+        gt=timedelta(0),
+        description="A claim not completed within this (its claimer died) is abandoned and its pod deleted.",
+    )
+
+    @field_validator("image_pull_secrets")
+    @classmethod
+    def _secret_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not re.fullmatch(r"[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?", name):
+                raise ValueError(f"{name!r} is not a Kubernetes object name")
+        return value
+
+
 class SandboxSettings(BaseModel):
-    provider: str = Field(default="local")
-    idle_ttl: Duration = Field(default=timedelta(hours=2))
+    """Sandboxes (``DRYDOCK_SANDBOX_*``): the provider, limits of the daemon, the lifecycle's
+    timing, the ``local`` provider's options (``local_*``) and the ``kubernetes`` provider's
+    section (``kubernetes_*``)."""
+
+    provider: str = Field(default="local", description="A name in the provider factory map (local, kubernetes).")
+    idle_ttl: Duration = Field(default=timedelta(hours=2), description="An unused sandbox is deleted after this.")
+    orphan_grace: Duration = Field(
+        default=timedelta(minutes=5),
+        gt=timedelta(0),
+        description="A sandbox no thread points at is reaped only when older than this (creation in flight).",
+    )
+    creation_timeout: Duration = Field(
+        default=timedelta(minutes=3),
+        gt=timedelta(0),
+        description="A creation sentinel older than this is stale even if its owner still looks alive.",
+    )
+    creator_heartbeat: Duration = Field(
+        default=timedelta(seconds=5),
+        gt=timedelta(0),
+        description="A creator renews its liveness this often (x3 is its TTL); a sentinel whose creator "
+        "stopped renewing is stale.",
+    )
+    ready_timeout: Duration = Field(default=timedelta(seconds=30), gt=timedelta(0))
+    health_timeout: Duration = Field(default=timedelta(seconds=2), gt=timedelta(0))
+    exec_timeout: Duration = Field(default=timedelta(minutes=2), gt=timedelta(0), description="Default per command.")
+    max_exec_timeout: Duration = Field(default=timedelta(hours=1), gt=timedelta(0))
+    output_cap: int = Field(default=1024 * 1024, ge=0, description="Bytes of combined output kept per command.")
+    max_concurrent_execs: int = Field(
+        default=8, ge=1, description="Commands running at once per sandbox; more wait in a bounded queue."
+    )
+    max_queued_execs: int = Field(default=32, ge=0, description="Beyond this many waiting, the daemon answers 429.")
+    git_user_name: str = Field(default="Drydock", min_length=1, description="Author of the agent's commits.")
+    git_user_email: str = Field(default="drydock@users.noreply.github.com", pattern=r"^[^@\s]+@[^@\s]+$")
+    local_root: str | None = Field(
+        default=None, description="Directory holding local sandboxes; unset: <tmp>/drydock-sandboxes."
+    )
+    local_bubblewrap: bool = Field(default=True, description="Isolate local sandboxes with bwrap when on PATH.")
+    local_share_network: bool = Field(
+        default=True, description="Let bwrap-isolated sandboxes use the host network (to reach the proxy)."
+    )
+    local_environment: dict[str, str] = Field(
+        default_factory=lambda: dict(DEFAULT_SANDBOX_ENVIRONMENT),
+        description="The whole environment of a local sandbox besides HOME, TMPDIR and its id; "
+        "nothing is copied from the host.",
+    )
+    kubernetes: KubernetesSandboxSettings = Field(default_factory=KubernetesSandboxSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_kubernetes_fields(cls, data: Any) -> Any:
+        """``kubernetes_image`` (from ``DRYDOCK_SANDBOX_KUBERNETES_IMAGE``) → ``kubernetes.image``."""
+        if not isinstance(data, dict):
+            return data
+        flat = {key: data[key] for key in data if isinstance(key, str) and key.startswith(_KUBERNETES_PREFIX)}
+        if not flat:
+            return data
+        rest = {key: value for key, value in data.items() if key not in flat}
+        section = rest.get("kubernetes") or {}
+        if isinstance(section, BaseModel):
+            section = section.model_dump()
+        elif isinstance(section, str):
+            section = _json_value(f"{ENV_PREFIX}SANDBOX_KUBERNETES", section)
+        nested = dict(section)
+        for key, value in flat.items():
+            name = key.removeprefix(_KUBERNETES_PREFIX)
+            field = KubernetesSandboxSettings.model_fields.get(name)
+            if field is not None and isinstance(value, str) and get_origin(field.annotation) in (dict, list):
+                value = _json_value(f"{ENV_PREFIX}SANDBOX_{key.upper()}", value)
+            nested[name] = value
+        rest["kubernetes"] = nested
+        return rest
+
+    @model_validator(mode="after")
+    def _timeouts_ordered(self) -> SandboxSettings:
+        if self.exec_timeout > self.max_exec_timeout:
+            raise ValueError("exec_timeout must not exceed max_exec_timeout")
+        pod_ready = self.kubernetes.start_timeout + self.ready_timeout
+        if self.provider == "kubernetes" and pod_ready > self.creation_timeout:
+            raise ValueError(
+                "kubernetes.start_timeout + ready_timeout must not exceed creation_timeout, or another worker "
+                "takes a sandbox still starting for abandoned"
+            )
+        return self
+
+
+_KUBERNETES_PREFIX = "kubernetes_"
+FLATTENED_SECTIONS = frozenset({"kubernetes"})
+"""Sections nested inside a section whose fields have variables of their own (``DRYDOCK_SANDBOX_KUBERNETES_IMAGE``)."""
+
+
+def _json_value(name: str, raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{name} must be JSON: {error}") from None
+
+
+class SnapshotSettings(BaseModel):
+    """Workspace snapshots in the NATS object store (DESIGN.md section 4)."""
+
+    bucket: str = Field(
+        default="drydock-snapshots",
+        pattern=r"^[A-Za-z0-9_-]+$",
+        description="Object store bucket holding every thread's snapshots; provisioned at start-up.",
+    )
+    max_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        gt=0,
+        description="Largest snapshot archive stored; a bigger one is not stored (and logged).",
+    )
+    keep: int = Field(default=5, ge=1, description="Snapshots kept per thread; older ones are pruned.")
+    command_timeout: Duration = Field(
+        default=timedelta(minutes=5),
+        gt=timedelta(0),
+        description="Bound on each step in the sandbox and each object store transfer.",
+    )
 
 
 class GithubSettings(BaseModel):
     host: str = Field(default="github.com")
-    api_url: str = Field(default="https://api.github.com")
+    api_url: str = Field(
+        default="https://api.github.com", description="REST API root; GitHub Enterprise: https://HOST/api/v3."
+    )
     app_id: int | None = None
+    app_slug: str | None = Field(
+        default=None, description="The App's slug; comments by '<slug>[bot]' are the agent's own and never trigger."
+    )
     private_key: SecretStr | None = None
     webhook_secret: SecretStr | None = None
+    token_refresh_margin: Duration = Field(
+        default=timedelta(minutes=5), description="Mint a new installation token this long before the old expires."
+    )
+    request_timeout: float = Field(default=10.0, gt=0)
 
 
 class SlackSettings(BaseModel):
     bot_token: SecretStr | None = None
     signing_secret: SecretStr | None = None
+    api_url: str = Field(default="https://slack.com/api/")
+    bot_user_id: str | None = Field(
+        default=None, description="The bot's user id; read from each event's authorizations when unset."
+    )
+    timestamp_tolerance: Duration = Field(default=timedelta(seconds=300), gt=timedelta(0))
+    request_timeout: int = Field(default=10, gt=0)
 
 
 class LinearSettings(BaseModel):
-    api_key: SecretStr | None = None
+    api_key: SecretStr | None = Field(
+        default=None, description="A personal API key, or an OAuth access token prefixed with 'Bearer '."
+    )
     webhook_secret: SecretStr | None = None
+    api_url: str = Field(default="https://api.linear.app/graphql")
+    agent_user_id: str | None = Field(
+        default=None, description="Linear user the agent acts as; its own comments never trigger."
+    )
+    timestamp_tolerance: Duration = Field(default=timedelta(seconds=60), gt=timedelta(0))
+    request_timeout: float = Field(default=10.0, gt=0)
+
+
+class IngressSettings(BaseModel):
+    """The webhook ingress (``DRYDOCK_INGRESS_*``)."""
+
+    max_body_bytes: int = Field(
+        default=4 * 1024 * 1024, gt=0, description="Larger webhook bodies are refused with 413."
+    )
+    dedup_ttl: Duration = Field(
+        default=timedelta(hours=48),
+        ge=timedelta(hours=24),
+        description="How long a delivery id is remembered; at least 24 h.",
+    )
+    claim_ttl: Duration = Field(
+        default=timedelta(seconds=60),
+        gt=timedelta(0),
+        description="How long a delivery in progress blocks its redeliveries; a crashed claim expires after it.",
+    )
+    mention_handle: str = Field(
+        default="@drydock", pattern=r"^@[A-Za-z0-9][A-Za-z0-9_.-]*$", description="Used when the team sets none."
+    )
+    org_membership_ttl: Duration = Field(default=timedelta(minutes=10), gt=timedelta(0))
+    max_in_flight: int = Field(
+        default=32,
+        ge=1,
+        le=1000,
+        description="Deliveries routed at once per process; more wait their turn (below Redis's connection pool).",
+    )
+    outbound_timeout: float = Field(
+        default=8.0, gt=0, description="Bound on a pickup acknowledgement or reply sent after answering."
+    )
 
 
 class ModelSettings(BaseModel):
-    base_url: str | None = None
+    """The model endpoint (``DRYDOCK_MODELS_*``): OpenAI or any OpenAI-compatible Chat Completions
+    API. Model ids and efforts are checked against the catalog in :mod:`drydock.models` when the
+    workers build their :class:`~drydock.models.Models` at start-up."""
+
+    base_url: str | None = Field(
+        default=None, description="An OpenAI-compatible API root (…/v1); unset: OpenAI's own API."
+    )
     api_key: SecretStr | None = None
-    default: str = Field(default="gpt-5.1")
-    fallback: str | None = None
+    default: str = Field(default="gpt-5.1", description="The installation's model when no team default is set.")
+    default_effort: str | None = Field(
+        default=None, description="Reasoning effort of the default model; unset: the model's own default."
+    )
+    fallback: str | None = Field(
+        default=None, description="Tried when the run's model fails; ignored when it is the run's model."
+    )
+    fallback_effort: str | None = None
+    extra_models: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Model ids the endpoint serves beyond the built-in catalog, as JSON: "
+        '{"id": ["low", "high"]} with the reasoning efforts each takes ([] for none).',
+    )
+    timeout: float = Field(default=300.0, gt=0, description="Seconds one model request may take.")
+    max_retries: int = Field(default=2, ge=0, description="Retries of a failed request (429, 5xx, timeouts).")
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value.rstrip("/") if value is not None else None
 
 
 class DashboardSettings(BaseModel):
@@ -130,9 +420,72 @@ class CryptoSettings(BaseModel):
     )
 
 
+DEFAULT_EGRESS_ALLOWLIST = (
+    "pypi.org",
+    "files.pythonhosted.org",
+    "registry.npmjs.org",
+    "registry.yarnpkg.com",
+    "proxy.golang.org",
+    "sum.golang.org",
+    "crates.io",
+    "index.crates.io",
+    "static.crates.io",
+    "rubygems.org",
+    "repo.maven.apache.org",
+    "repo1.maven.org",
+)
+
+
+class CredentialProxySettings(BaseModel):
+    """The credential proxy (``DRYDOCK_PROXY_*``): where it listens, how sandboxes reach it,
+    where it forwards to, and how long grants live."""
+
+    url: str = Field(
+        default="http://127.0.0.1:8081",
+        description="The reverse proxy's URL as sandboxes reach it (git and the code host's API).",
+    )
+    egress_url: str = Field(
+        default="http://127.0.0.1:8082",
+        description="The egress (forward) proxy's URL as sandboxes reach it.",
+    )
+    host: str = Field(default="127.0.0.1", description="Address the proxy listens on.")
+    port: int = Field(default=8081, ge=0, le=65535, description="Port of the reverse proxy and its health routes.")
+    egress_port: int = Field(default=8082, ge=0, le=65535, description="Port of the egress forward proxy.")
+    git_upstream: str | None = Field(
+        default=None, description="Where git smart HTTP goes upstream; unset: https://{github host}."
+    )
+    grant_ttl: Duration = Field(default=timedelta(hours=1), gt=timedelta(0))
+    grant_retention: Duration = Field(
+        default=timedelta(days=1),
+        description="How long a revoked or expired grant is remembered, so its refusal can say why.",
+    )
+    token_renew_margin: Duration = Field(
+        default=timedelta(minutes=5),
+        description="An upstream token closer than this to its expiry is replaced before use.",
+    )
+    upstream_timeout: float = Field(default=30.0, gt=0, description="Seconds to connect to an upstream.")
+    egress_allowlist: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_EGRESS_ALLOWLIST),
+        description="Hosts sandboxes may reach through the egress proxy: `host` (ports 80 and 443), "
+        "`host:port`, or `*.domain` for its subdomains.",
+    )
+
+    @field_validator("url", "egress_url", "git_upstream")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value.rstrip("/") if value is not None else None
+
+
 class HttpSettings(BaseModel):
     host: str = Field(default="127.0.0.1")
     port: int = Field(default=8000, ge=0, le=65535)
+    health_listener: bool = Field(
+        default=True,
+        description="`drydock serve` answers /healthz, /readyz and /metrics on host:port for a service "
+        "without an HTTP app of its own (workers, the autofix controller).",
+    )
 
 
 class LogSettings(BaseModel):
@@ -164,12 +517,15 @@ class Settings(BaseSettings):
     redis: RedisSettings = Field(default_factory=RedisSettings)
     lease: LeaseSettings = Field(default_factory=LeaseSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    snapshots: SnapshotSettings = Field(default_factory=SnapshotSettings)
     github: GithubSettings = Field(default_factory=GithubSettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)
     linear: LinearSettings = Field(default_factory=LinearSettings)
+    ingress: IngressSettings = Field(default_factory=IngressSettings)
     models: ModelSettings = Field(default_factory=ModelSettings)
     dashboard: DashboardSettings = Field(default_factory=DashboardSettings)
     crypto: CryptoSettings = Field(default_factory=CryptoSettings)
+    proxy: CredentialProxySettings = Field(default_factory=CredentialProxySettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
     log: LogSettings = Field(default_factory=LogSettings)
 
@@ -182,7 +538,8 @@ class Settings(BaseSettings):
 
 def env_name(loc: tuple[int | str, ...]) -> str:
     """The environment variable that sets the field at ``loc`` (``("nats", "url")`` → ``DRYDOCK_NATS_URL``)."""
-    parts = [str(part) for part in loc[:2]]
+    depth = 3 if len(loc) > 2 and str(loc[1]) in FLATTENED_SECTIONS else 2
+    parts = [str(part) for part in loc[:depth]]
     return ENV_PREFIX + "_".join(parts).upper()
 
 

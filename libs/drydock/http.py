@@ -1,12 +1,15 @@
 """The HTTP side of a service: a FastAPI app with health, readiness and metrics, served by
-uvicorn inside an already running event loop."""
+uvicorn inside an already running event loop; for services without an app of their own, the
+same probes next to their work (:func:`run_with_health`)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator
+import socket
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from importlib.metadata import entry_points
+from typing import Any
 
 import uvicorn
 from fastapi import APIRouter, FastAPI, Request, Response
@@ -86,15 +89,53 @@ class _EmbeddedServer(uvicorn.Server):
         yield
 
 
+class ListenError(RuntimeError):
+    """The HTTP server cannot listen on its address (in use, not permitted)."""
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    # Bound here rather than by uvicorn, which answers a busy port with sys.exit inside the task.
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise ListenError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    return sock
+
+
 async def serve(app: FastAPI, *, host: str, port: int) -> None:
-    """Serve until cancelled, then shut down gracefully."""
+    """Serve until cancelled, then shut down gracefully; :class:`ListenError` if the address
+    cannot be bound."""
+    sock = _listen(host, port)
     server = _EmbeddedServer(uvicorn.Config(app, host=host, port=port, log_config=None, lifespan="on"))
-    task = asyncio.create_task(server.serve())
+    task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         await asyncio.shield(task)
     except asyncio.CancelledError:
         server.should_exit = True
         await task
         raise
+    finally:
+        sock.close()
     if not server.started:
         raise RuntimeError(f"HTTP server could not start on {host}:{port}")
+
+
+async def run_with_health(name: str, work: Coroutine[Any, Any, None], runtime: Runtime) -> None:
+    """Run ``work`` while answering ``/healthz``, ``/readyz`` and ``/metrics`` on
+    ``settings.http.host``:``port``. When either ends, the other is stopped; an error of
+    either (a port already in use) is raised."""
+    http = runtime.settings.http
+    listener = asyncio.create_task(serve(create_app(name, runtime), host=http.host, port=http.port), name="health")
+    worker = asyncio.create_task(work, name=name)
+    try:
+        done, _ = await asyncio.wait({listener, worker}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (listener, worker):
+            task.cancel()
+        await asyncio.gather(listener, worker, return_exceptions=True)
+    for task in done:
+        task.result()

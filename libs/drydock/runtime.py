@@ -35,7 +35,7 @@ async def open_runtime(settings: Settings, *, name: str) -> AsyncIterator[Runtim
         redis = await connect_redis(settings.redis)
         try:
             bus = Bus(nc)
-            await provision(bus.js, topology(settings.nats))
+            await provision(bus.js, topology(settings.nats, settings.snapshots))
             yield Runtime(settings, nc, bus, redis, Keys(settings.redis.key_prefix))
         finally:
             await redis.aclose()

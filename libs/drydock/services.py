@@ -25,6 +25,10 @@ class Service:
     in_dev: bool = True
     """False for services that another one already covers in ``drydock dev`` (ingress and
     dashboard are served by ``web`` there)."""
+    has_http: bool = True
+    """False for services without an HTTP app of their own (workers, the autofix controller):
+    ``drydock serve`` then answers ``/healthz``, ``/readyz`` and ``/metrics`` for them on
+    ``DRYDOCK_HTTP_HOST``:``DRYDOCK_HTTP_PORT`` (unless ``DRYDOCK_HTTP_HEALTH_LISTENER`` is off)."""
 
 
 class UnknownService(LookupError):

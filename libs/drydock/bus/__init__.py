@@ -9,6 +9,7 @@ from drydock.bus.envelopes import (
     InboxMessage,
     ReplyAddress,
     RunEvent,
+    Trigger,
     Wake,
 )
 from drydock.bus.streams import Topology, provision, topology
@@ -24,6 +25,7 @@ __all__ = [
     "ReplyAddress",
     "RunEvent",
     "Topology",
+    "Trigger",
     "Wake",
     "connect_nats",
     "provision",

@@ -38,6 +38,23 @@ class EventType(StrEnum):
     COMPLETED = "completed"
     STEP_LIMIT = "step_limit"
     ERROR = "error"
+    PROXY_DENIED = "proxy_denied"
+    """The credential proxy refused a sandbox request its grant does not allow (e.g. a reviewer push)."""
+
+
+class Trigger(StrEnum):
+    """Why an inbound message reached its thread."""
+
+    MENTION = "mention"
+    """The text mentions the agent's handle."""
+    DIRECT = "direct"
+    """The event itself addresses the agent: a Slack mention or direct message, a Linear agent session."""
+    FOLLOW_UP = "follow_up"
+    """A reply in a thread the agent is already part of."""
+    REVIEW_REQUEST = "review_request"
+    """A pull request opened, marked ready, or pushed to, on a repository with review enabled."""
+    PUSH = "push"
+    """Someone else pushed to the agent's branch."""
 
 
 class Envelope(BaseModel):
@@ -73,6 +90,7 @@ class InboxMessage(Envelope):
     references: dict[str, str] = Field(default_factory=dict)
     reply_to: ReplyAddress
     received_at: datetime = Field(default_factory=utcnow)
+    trigger: Trigger | None = Field(default=None, description="Why the message reached the thread.")
 
 
 class Wake(Envelope):

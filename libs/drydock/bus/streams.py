@@ -21,7 +21,7 @@ from nats.js.api import (
 from nats.js.errors import NotFoundError
 
 from drydock.bus import subjects
-from drydock.config import NatsSettings
+from drydock.config import NatsSettings, SnapshotSettings
 from drydock.roles import Role
 
 log = structlog.get_logger(__name__)
@@ -59,7 +59,23 @@ def _backoff(ack_wait: float, max_deliver: int) -> list[float]:
     return delays
 
 
-def topology(settings: NatsSettings) -> Topology:
+def snapshot_bucket_stream(settings: SnapshotSettings, *, replicas: int) -> StreamConfig:
+    """The stream behind the snapshot object store bucket, shaped as nats-py's ``create_object_store`` makes it."""
+    return StreamConfig(
+        name=f"OBJ_{settings.bucket}",
+        description="Workspace snapshots of every thread.",
+        subjects=[f"$O.{settings.bucket}.C.>", f"$O.{settings.bucket}.M.>"],
+        retention=RetentionPolicy.LIMITS,
+        discard=DiscardPolicy.NEW,
+        storage=StorageType.FILE,
+        num_replicas=replicas,
+        allow_rollup_hdrs=True,
+        allow_direct=True,
+    )
+
+
+def topology(settings: NatsSettings, snapshots: SnapshotSettings | None = None) -> Topology:
+    """Every stream, bucket and durable consumer; ``snapshots`` names the snapshot bucket (default settings)."""
     duplicate_window = settings.duplicate_window.total_seconds()
     streams = (
         StreamConfig(
@@ -103,6 +119,7 @@ def topology(settings: NatsSettings) -> Topology:
             num_replicas=settings.replicas,
             duplicate_window=duplicate_window,
         ),
+        snapshot_bucket_stream(snapshots or SnapshotSettings(), replicas=settings.replicas),
     )
     ack_wait = settings.run_ack_wait.total_seconds()
     backoff = _backoff(ack_wait, settings.run_max_deliver) or None

@@ -43,3 +43,105 @@ class Keys:
 
     def lease_fence(self, thread_id: str) -> str:
         return f"{self.prefix}:lease-fence:{{{thread_id}}}"
+
+    def sandbox(self, sandbox_id: str) -> str:
+        """A sandbox's record (its handle), so any worker can reconnect by id."""
+        return f"{self.prefix}:sandbox:{sandbox_id}"
+
+    def sandboxes(self) -> str:
+        """Every sandbox id, scored by its last use (epoch seconds): the reaper's index."""
+        return f"{self.prefix}:sandboxes"
+
+    def warm_pool_entries(self, pool: str) -> str:
+        """Warm-pool sandboxes being started or idle (id → state); the pool's size is its length.
+        The three warm-pool keys share the hash tag ``{pool}`` so that one script can move an id."""
+        return f"{self.prefix}:warm-pool:{{{pool}}}:entries"
+
+    def warm_pool_idle(self, pool: str) -> str:
+        """Ready warm-pool sandboxes in claim order (ids)."""
+        return f"{self.prefix}:warm-pool:{{{pool}}}:idle"
+
+    def warm_pool_claims(self, pool: str) -> str:
+        """Warm-pool sandboxes claimed but not yet handed over (id → claim time)."""
+        return f"{self.prefix}:warm-pool:{{{pool}}}:claims"
+
+    def sandbox_creator(self, thread_id: str, owner: str) -> str:
+        """Liveness of ``owner`` while it creates the thread's sandbox (a short TTL it renews)."""
+        return f"{self.prefix}:sandbox-creator:{{{thread_id}}}:{owner}"
+
+    def sandbox_failures(self, thread_id: str) -> str:
+        """Consecutive failures to provide the thread a sandbox; reset on success."""
+        return f"{self.prefix}:sandbox-failures:{{{thread_id}}}"
+
+    def grant(self, digest: str) -> str:
+        """A credential-proxy grant, by the SHA-256 of its token (the token itself is never stored)."""
+        return f"{self.prefix}:grant:{{{digest}}}"
+
+    def grant_token(self, digest: str) -> str:
+        """The encrypted upstream token behind a grant; same hash tag as :meth:`grant`."""
+        return f"{self.prefix}:grant-token:{{{digest}}}"
+
+    def grant_tokens_pattern(self) -> str:
+        """Matches every :meth:`grant_token` key, for re-encryption after a key rotation."""
+        return f"{self.prefix}:grant-token:*"
+
+    def sandbox_grants(self, thread_id: str, sandbox_id: str) -> str:
+        """The digests of the grants issued to one sandbox, so a new grant supersedes the old."""
+        return f"{self.prefix}:sandbox-grants:{{{thread_id}}}:{sandbox_id}"
+
+    def delivery(self, channel: str, delivery_id: str) -> str:
+        """A webhook delivery seen by the ingress (claimed, then done), for de-duplication."""
+        return f"{self.prefix}:delivery:{channel}:{delivery_id}"
+
+    def account_link(self, provider: str, external_id: str) -> str:
+        """The Drydock user an external account (GitHub, Slack, Linear) is linked to."""
+        return f"{self.prefix}:account:{provider}:{external_id}"
+
+    def user_accounts(self, user_id: str) -> str:
+        """The external accounts linked to a user (``provider:external_id``)."""
+        return f"{self.prefix}:user-accounts:{user_id}"
+
+    def user(self, user_id: str) -> str:
+        """A user's profile hash (default repository, …)."""
+        return f"{self.prefix}:user:{user_id}"
+
+    def team(self) -> str:
+        """The team defaults (allowed organizations, mention handle, default repository), as JSON."""
+        return f"{self.prefix}:team"
+
+    def repository(self, host: str, full_name: str) -> str:
+        """An enabled repository's settings (coder, reviewer, autofix toggles), as JSON."""
+        return f"{self.prefix}:repository:{host.lower()}:{full_name.lower()}"
+
+    def repositories(self) -> str:
+        """The set of repositories that have settings (``host:owner/name``)."""
+        return f"{self.prefix}:repositories"
+
+    def org_member(self, host: str, org: str, login: str) -> str:
+        """A cached answer to "is ``login`` a member of ``org``" (``1``/``0``), with a TTL."""
+        return f"{self.prefix}:org-member:{host.lower()}:{org.lower()}:{login.lower()}"
+
+    def pr_record(self, host: str, full_name: str, number: int) -> str:
+        """The durable record of a pull request the agent created: which thread created it."""
+        return f"{self.prefix}:pr:{host.lower()}:{full_name.lower()}:{number}"
+
+    def pr_branch(self, host: str, full_name: str, branch: str) -> str:
+        """The thread that owns an agent branch (branch names are case-sensitive)."""
+        return f"{self.prefix}:pr-branch:{host.lower()}:{full_name.lower()}:{branch}"
+
+    def open_prs(self) -> str:
+        """The set of open agent pull requests (their :meth:`pr_record` keys)."""
+        return f"{self.prefix}:prs:open"
+
+    def thread_prs(self, thread_id: str) -> str:
+        """The pull requests a thread created (their :meth:`pr_record` keys)."""
+        return f"{self.prefix}:thread-prs:{{{thread_id}}}"
+
+    def thread_short_id(self, short_id: str) -> str:
+        """The full thread id behind the short id that branch names carry."""
+        return f"{self.prefix}:thread-short:{short_id}"
+
+    def checkpoints(self) -> str:
+        """The prefix under which the LangGraph checkpointer spells its own keys
+        (``…:cp:{thread_id}:…``, ``…:blob:…``, ``…:threads``; see :mod:`drydock.checkpoints`)."""
+        return f"{self.prefix}:checkpoint"

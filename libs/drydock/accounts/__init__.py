@@ -1,0 +1,19 @@
+"""Accounts: linked external accounts, user profiles, team defaults and enabled repositories.
+
+:class:`AccountsStore` is the only code that touches their Redis records; the dashboard
+extends it, the ingress reads it to authorize authors and choose repositories.
+"""
+
+from drydock.accounts.membership import MembershipCache
+from drydock.accounts.models import Provider, RepositorySettings, TeamDefaults, UserProfile, repository_name
+from drydock.accounts.store import AccountsStore
+
+__all__ = [
+    "AccountsStore",
+    "MembershipCache",
+    "Provider",
+    "RepositorySettings",
+    "TeamDefaults",
+    "UserProfile",
+    "repository_name",
+]

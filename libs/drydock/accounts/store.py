@@ -1,0 +1,130 @@
+"""The accounts store: the only module that reads or writes account records in Redis.
+
+Linked accounts map an external account (GitHub user id, Slack user id, Linear user id) to a
+Drydock user. Reads that a hot path batches with other commands have a ``queue_*`` twin that
+adds the command to a caller's pipeline; the model's ``from_json`` (``from_hash`` for profiles)
+decodes the reply.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
+
+from drydock.accounts.models import Provider, RepositorySettings, TeamDefaults, UserProfile, repository_name
+from drydock.infra.redis import Keys
+
+
+def _external_id(external_id: str) -> str:
+    if not external_id or any(char in external_id for char in " \t\r\n"):
+        raise ValueError(f"invalid external account id: {external_id!r}")
+    return external_id
+
+
+class AccountsStore:
+    """Linked accounts, user profiles, team defaults and enabled repositories of one code host."""
+
+    def __init__(self, redis: Redis, keys: Keys, *, host: str) -> None:
+        self._redis = redis
+        self._keys = keys
+        self.host = host
+
+    # Linked accounts
+
+    async def link(self, provider: Provider, external_id: str, user_id: str) -> None:
+        """Link an external account to a user, replacing an earlier link of that account."""
+        if not user_id:
+            raise ValueError("a user id is required")
+        key = self._keys.account_link(provider, _external_id(external_id))
+        previous = cast(str | None, await self._redis.get(key))
+        async with self._redis.pipeline(transaction=True) as pipe:
+            if previous and previous != user_id:
+                pipe.srem(self._keys.user_accounts(previous), f"{provider}:{external_id}")
+            pipe.set(key, user_id)
+            pipe.sadd(self._keys.user_accounts(user_id), f"{provider}:{external_id}")
+            await pipe.execute()
+
+    async def unlink(self, provider: Provider, external_id: str) -> bool:
+        """Remove the link; False if the account was not linked."""
+        key = self._keys.account_link(provider, _external_id(external_id))
+        user_id = cast(str | None, await self._redis.get(key))
+        if user_id is None:
+            return False
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.delete(key)
+            pipe.srem(self._keys.user_accounts(user_id), f"{provider}:{external_id}")
+            await pipe.execute()
+        return True
+
+    async def user_for(self, provider: Provider, external_id: str) -> str | None:
+        """The Drydock user an external account is linked to."""
+        return cast(str | None, await self._redis.get(self._keys.account_link(provider, _external_id(external_id))))
+
+    def queue_user_for(self, pipe: Pipeline, provider: Provider, external_id: str) -> None:
+        pipe.get(self._keys.account_link(provider, _external_id(external_id)))
+
+    async def accounts_of(self, user_id: str) -> list[tuple[Provider, str]]:
+        """The external accounts linked to a user, sorted."""
+        members = cast(set[str], await self._redis.smembers(self._keys.user_accounts(user_id)))
+        pairs = (member.split(":", 1) for member in members)
+        return sorted((Provider(provider), external_id) for provider, external_id in pairs)
+
+    # User profiles
+
+    async def profile(self, user_id: str) -> UserProfile:
+        raw = cast(dict[str, str], await self._redis.hgetall(self._keys.user(user_id)))
+        return UserProfile.from_hash(user_id, raw)
+
+    def queue_profile(self, pipe: Pipeline, user_id: str) -> None:
+        pipe.hgetall(self._keys.user(user_id))
+
+    async def save_profile(self, profile: UserProfile) -> None:
+        await self._redis.hset(self._keys.user(profile.user_id), mapping=profile.to_hash())  # type: ignore[arg-type]
+
+    # Team defaults
+
+    async def team(self) -> TeamDefaults:
+        return TeamDefaults.from_json(cast(str | None, await self._redis.get(self._keys.team())))
+
+    def queue_team(self, pipe: Pipeline) -> None:
+        pipe.get(self._keys.team())
+
+    async def save_team(self, team: TeamDefaults) -> None:
+        await self._redis.set(self._keys.team(), team.model_dump_json())
+
+    # Enabled repositories
+
+    async def repository(self, full_name: str) -> RepositorySettings | None:
+        """The repository's settings; ``None`` when it is not enabled."""
+        key = self._keys.repository(self.host, repository_name(full_name))
+        return RepositorySettings.from_json(cast(str | None, await self._redis.get(key)))
+
+    def queue_repository(self, pipe: Pipeline, full_name: str) -> None:
+        pipe.get(self._keys.repository(self.host, repository_name(full_name)))
+
+    async def save_repository(self, settings: RepositorySettings) -> None:
+        """Enable the repository with these toggles (or change them)."""
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.set(self._keys.repository(self.host, settings.full_name), settings.model_dump_json())
+            pipe.sadd(self._keys.repositories(), settings.full_name.lower())
+            await pipe.execute()
+
+    async def remove_repository(self, full_name: str) -> bool:
+        """Disable the repository; False if it was not enabled."""
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.delete(self._keys.repository(self.host, repository_name(full_name)))
+            pipe.srem(self._keys.repositories(), full_name.lower())
+            deleted, _ = await pipe.execute()
+        return bool(deleted)
+
+    async def repositories(self) -> list[RepositorySettings]:
+        """Every enabled repository, sorted by name."""
+        names = sorted(cast(set[str], await self._redis.smembers(self._keys.repositories())))
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.get(self._keys.repository(self.host, name))
+            raws = cast(list[str | None], await pipe.execute())
+        found = (RepositorySettings.from_json(raw) for raw in raws)
+        return [settings for settings in found if settings is not None]

@@ -1,0 +1,1 @@
+"""The GitHub channel: verify, parse, client, reply, status."""

@@ -1,0 +1,141 @@
+"""What a verified delivery asks for, as each channel's ``parse`` reports it.
+
+Parsing is pure: it reads the body and headers and names the conversation, the sender and the
+text, but decides nothing that needs storage (is the author linked? does the thread exist?).
+The ingress routes each intent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from drydock.bus.envelopes import Channel, GithubEvent, ReplyAddress
+
+
+@dataclass(frozen=True)
+class GithubConversation:
+    """An issue or a pull request; ``head_ref`` is known for events that carry the pull request."""
+
+    host: str
+    owner: str
+    repo: str
+    number: int
+    pull_request: bool
+    head_ref: str | None = None
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.repo}"
+
+
+@dataclass(frozen=True)
+class SlackConversation:
+    """A Slack thread; a top-level message starts one at its own ``ts``."""
+
+    team: str
+    channel: str
+    thread_ts: str
+
+
+@dataclass(frozen=True)
+class LinearConversation:
+    organization: str
+    issue_id: str
+
+
+Conversation = GithubConversation | SlackConversation | LinearConversation
+
+
+@dataclass(frozen=True)
+class Sender:
+    """Who wrote the message, as the source names them."""
+
+    channel: Channel
+    external_id: str
+    name: str
+    bot: bool = False
+    agent: bool = False
+    """The agent itself (the Drydock App's bot account); implies ``bot``."""
+    association: str | None = None
+    """GitHub's ``author_association`` (OWNER, MEMBER, COLLABORATOR, …)."""
+
+
+@dataclass(frozen=True)
+class Message:
+    """A human message that may start or continue a coder thread."""
+
+    delivery_id: str
+    event: str
+    conversation: Conversation
+    sender: Sender
+    text: str
+    reply_to: ReplyAddress
+    addressed: bool = False
+    """The event itself addresses the agent (Slack mention or direct message, Linear agent
+    session); otherwise only a mention of the handle or an existing thread makes it a trigger."""
+    repository: str | None = None
+    """``owner/name`` when the event belongs to a repository (GitHub)."""
+    references: Mapping[str, str] = field(default_factory=dict)
+    follow_up_only: bool = False
+    """Only continue an existing thread, never start one (e.g. a button press)."""
+
+
+@dataclass(frozen=True)
+class ReviewRequest:
+    """A pull request that may need the reviewer: opened, ready for review, or pushed to."""
+
+    delivery_id: str
+    event: str
+    conversation: GithubConversation
+    sender: Sender
+    action: str
+    title: str
+    draft: bool
+    head_sha: str
+    reply_to: ReplyAddress
+    references: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BranchPush:
+    """Commits pushed to a branch; only agent branches matter (they continue the creating thread)."""
+
+    delivery_id: str
+    event: str
+    host: str
+    owner: str
+    repo: str
+    branch: str
+    head_sha: str
+    sender: Sender
+    text: str
+    reply_to: ReplyAddress
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.repo}"
+
+
+@dataclass(frozen=True)
+class Forward:
+    """A CI or pull-request event for the autofix controller."""
+
+    event: GithubEvent
+
+
+Intent = Message | ReviewRequest | BranchPush | Forward
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A verified, parsed delivery: its id for de-duplication and what it asks for."""
+
+    channel: Channel
+    delivery_id: str
+    event: str
+    intents: tuple[Intent, ...] = ()
+    ignored: str | None = None
+    """Why nothing is routed, for the log line; ``None`` when there are intents."""
+    challenge: str | None = None
+    """Slack's ``url_verification`` challenge, answered as is."""

@@ -1,0 +1,1 @@
+"""The Linear channel: verify, parse, client, reply, status."""

@@ -1,0 +1,106 @@
+"""Replies, pickup acknowledgements and status indicators for every configured channel, chosen
+by the reply address's channel. A channel without credentials raises
+:class:`ChannelNotConfigured` when used."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+import httpx
+
+from drydock.bus.envelopes import Channel, InboxMessage, ReplyAddress
+from drydock.channels.errors import ChannelNotConfigured
+from drydock.channels.github.client import GithubClient
+from drydock.channels.github.reply import GithubReplies
+from drydock.channels.github.status import GithubStatus
+from drydock.channels.linear.client import LinearClient
+from drydock.channels.linear.reply import LinearReplies
+from drydock.channels.linear.status import LinearStatus
+from drydock.channels.run_status import RunStatus
+from drydock.channels.slack.client import SlackClient
+from drydock.channels.slack.reply import SlackReplies
+from drydock.channels.slack.status import SlackStatus
+from drydock.config import Settings
+
+
+class Replies(Protocol):
+    async def reply(self, address: ReplyAddress, text: str) -> None: ...
+
+    async def acknowledge(self, message: InboxMessage) -> bool: ...
+
+
+class StatusIndicator(Protocol):
+    async def show(self, address: ReplyAddress, status: RunStatus, detail: str = "") -> dict[str, str]: ...
+
+
+class Outbound:
+    def __init__(
+        self,
+        replies: dict[Channel, Replies],
+        statuses: dict[Channel, StatusIndicator],
+        closers: list[Callable[[], Awaitable[None]]],
+        *,
+        github: GithubClient | None = None,
+    ) -> None:
+        self._replies = replies
+        self._statuses = statuses
+        self._closers = closers
+        self.github = github
+        """The GitHub client, shared with callers that need more of GitHub's API."""
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        github_transport: httpx.AsyncBaseTransport | None = None,
+        linear_transport: httpx.AsyncBaseTransport | None = None,
+    ) -> Outbound:
+        """Clients for each channel whose credentials are configured."""
+        replies: dict[Channel, Replies] = {}
+        statuses: dict[Channel, StatusIndicator] = {}
+        closers: list[Callable[[], Awaitable[None]]] = []
+        github: GithubClient | None = None
+        if settings.github.app_id is not None and settings.github.private_key is not None:
+            github = GithubClient(settings.github, transport=github_transport)
+            replies[Channel.GITHUB], statuses[Channel.GITHUB] = GithubReplies(github), GithubStatus(github)
+            closers.append(github.aclose)
+        if settings.slack.bot_token is not None:
+            slack = SlackClient(settings.slack)
+            replies[Channel.SLACK], statuses[Channel.SLACK] = SlackReplies(slack), SlackStatus(slack)
+            closers.append(slack.aclose)
+        if settings.linear.api_key is not None:
+            linear = LinearClient(settings.linear, transport=linear_transport)
+            replies[Channel.LINEAR], statuses[Channel.LINEAR] = LinearReplies(linear), LinearStatus(linear)
+            closers.append(linear.aclose)
+        return cls(replies, statuses, closers, github=github)
+
+    def configured(self, channel: Channel) -> bool:
+        return channel in self._replies
+
+    def _replies_for(self, channel: Channel) -> Replies:
+        found = self._replies.get(channel)
+        if found is None:
+            raise ChannelNotConfigured(f"no credentials to answer on {channel.value}")
+        return found
+
+    async def reply(self, address: ReplyAddress, text: str) -> None:
+        """Post ``text`` to the conversation at ``address``."""
+        await self._replies_for(address.channel).reply(address, text)
+
+    async def acknowledge(self, message: InboxMessage) -> bool:
+        """Show that the agent picked ``message`` up (👀 or a Linear thought); False when the
+        source has nothing to acknowledge on."""
+        return await self._replies_for(message.reply_to.channel).acknowledge(message)
+
+    async def show_status(self, address: ReplyAddress, status: RunStatus, detail: str = "") -> dict[str, str]:
+        """Update the run's status indicator; returns address fields to keep for the next update."""
+        indicator = self._statuses.get(address.channel)
+        if indicator is None:
+            raise ChannelNotConfigured(f"no credentials to show a status on {address.channel.value}")
+        return await indicator.show(address, status, detail)
+
+    async def aclose(self) -> None:
+        for close in self._closers:
+            await close()

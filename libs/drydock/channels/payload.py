@@ -1,0 +1,113 @@
+"""Reading untrusted JSON: every accessor checks the type it returns and raises
+:class:`MalformedDelivery` naming the field, so a parser never fails with a ``KeyError`` or
+``TypeError`` on a surprising body."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import parse_qs
+
+from drydock.channels.errors import MalformedDelivery
+
+Object = Mapping[str, Any]
+
+_loads: Callable[[bytes | str], Any]
+try:
+    # About three times faster on an 8 KB webhook; not a declared dependency, so optional.
+    import orjson
+
+    _loads = orjson.loads
+except ImportError:  # pragma: no cover - the standard library is the fallback
+    _loads = json.loads
+
+DELIVERY_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+"""What a delivery id may look like: it becomes part of a Redis key and a ``Nats-Msg-Id``."""
+
+
+def delivery_id(value: str | None, name: str) -> str:
+    """Validate a delivery id taken from the header or field ``name``."""
+    if not value:
+        raise MalformedDelivery(f"missing {name}")
+    if not DELIVERY_ID.match(value):
+        raise MalformedDelivery(f"{name} is not a delivery id")
+    return value
+
+
+def load_json(body: bytes | str) -> Object:
+    """A JSON object from ``body``."""
+    try:
+        value = _loads(body)
+    except (ValueError, RecursionError):
+        raise MalformedDelivery("body is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise MalformedDelivery("body is not a JSON object")
+    return value
+
+
+def form_payload(body: bytes) -> Object:
+    """The JSON object in the ``payload`` field of an ``application/x-www-form-urlencoded`` body."""
+    try:
+        fields = parse_qs(body.decode("utf-8"), strict_parsing=True, max_num_fields=32)
+    except (UnicodeDecodeError, ValueError):
+        raise MalformedDelivery("body is not a valid form") from None
+    values = fields.get("payload")
+    if not values or len(values) != 1:
+        raise MalformedDelivery("form has no single 'payload' field")
+    return load_json(values[0])
+
+
+def obj(parent: Object, key: str) -> Object:
+    value = parent.get(key)
+    if not isinstance(value, dict):
+        raise MalformedDelivery(f"'{key}' is missing or not an object")
+    return value
+
+
+def optional_obj(parent: Object, key: str) -> Object | None:
+    value = parent.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise MalformedDelivery(f"'{key}' is not an object")
+    return value
+
+
+def string(parent: Object, key: str) -> str:
+    value = parent.get(key)
+    if not isinstance(value, str) or not value:
+        raise MalformedDelivery(f"'{key}' is missing or not a non-empty string")
+    return value
+
+
+def optional_string(parent: Object, key: str) -> str | None:
+    value = parent.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise MalformedDelivery(f"'{key}' is not a string")
+    return value or None
+
+
+def integer(parent: Object, key: str, *, minimum: int = 1) -> int:
+    value = parent.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise MalformedDelivery(f"'{key}' is missing or not an integer >= {minimum}")
+    return value
+
+
+def identifier(parent: Object, key: str) -> str:
+    """An id that sources send as a number or a string, as a string."""
+    value = parent.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | str) or value == "":
+        raise MalformedDelivery(f"'{key}' is missing or not an id")
+    return str(value)
+
+
+def flag(parent: Object, key: str) -> bool:
+    value = parent.get(key, False)
+    if not isinstance(value, bool):
+        raise MalformedDelivery(f"'{key}' is not a boolean")
+    return value

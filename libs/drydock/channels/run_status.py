@@ -1,0 +1,10 @@
+"""The states a run shows in its source channel's status indicator."""
+
+from enum import StrEnum
+
+
+class RunStatus(StrEnum):
+    WORKING = "working"
+    FINISHED = "finished"
+    STEP_LIMIT = "step_limit"
+    FAILED = "failed"

@@ -1,0 +1,85 @@
+"""The Slack Web API as the Drydock bot, through ``slack_sdk``'s ``AsyncWebClient``.
+
+One aiohttp session per client, opened on first use (it needs the running loop) and closed by
+:meth:`SlackClient.aclose`. Slack answers HTTP 200 with ``{"ok": false, "error": ...}`` for
+most failures; they become :class:`OutboundFailed` carrying Slack's error code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from drydock.channels.errors import ChannelNotConfigured, OutboundFailed
+from drydock.config import SlackSettings
+
+
+class SlackClient:
+    def __init__(self, settings: SlackSettings) -> None:
+        if settings.bot_token is None:
+            raise ChannelNotConfigured("Slack not configured: set DRYDOCK_SLACK_BOT_TOKEN")
+        self._token = settings.bot_token.get_secret_value()
+        self._base_url = settings.api_url if settings.api_url.endswith("/") else settings.api_url + "/"
+        self._timeout = settings.request_timeout
+        self._session: aiohttp.ClientSession | None = None
+        self._web: AsyncWebClient | None = None
+
+    def _client(self) -> AsyncWebClient:
+        if self._web is None:
+            self._session = aiohttp.ClientSession()
+            self._web = AsyncWebClient(
+                token=self._token, base_url=self._base_url, timeout=self._timeout, session=self._session
+            )
+        return self._web
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+        self._session = self._web = None
+
+    async def _call(
+        self, method: str, doing: str, request: Callable[[AsyncWebClient], Awaitable[AsyncSlackResponse]]
+    ) -> dict[str, Any]:
+        try:
+            response = await request(self._client())
+        except SlackApiError as error:
+            code = error.response.get("error") if error.response is not None else None
+            status = error.response.status_code if error.response is not None else None
+            raise OutboundFailed(f"Slack {method} failed ({code or error}) {doing}", status=status) from None
+        except (SlackClientError, aiohttp.ClientError, TimeoutError) as error:
+            raise OutboundFailed(f"Slack unreachable {doing}: {error or type(error).__name__}") from None
+        return dict(response.data) if isinstance(response.data, dict) else {}
+
+    async def post_in_thread(self, channel: str, thread_ts: str, text: str) -> str:
+        """Post ``text`` as a reply in the thread; returns the new message's ``ts``."""
+        found = await self._call(
+            "chat.postMessage",
+            f"posting in {channel}",
+            lambda web: web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text),
+        )
+        return str(found.get("ts", ""))
+
+    async def add_reaction(self, channel: str, ts: str, name: str = "eyes") -> None:
+        """React to a message; a reaction that is already there counts as done."""
+        try:
+            await self._call(
+                "reactions.add",
+                f"reacting in {channel}",
+                lambda web: web.reactions_add(channel=channel, timestamp=ts, name=name),
+            )
+        except OutboundFailed as failure:
+            if "already_reacted" not in failure.reason:
+                raise
+
+    async def set_assistant_status(self, channel: str, thread_ts: str, status: str) -> None:
+        """The status line under an assistant thread; an empty status clears it."""
+        await self._call(
+            "assistant.threads.setStatus",
+            f"setting the status in {channel}",
+            lambda web: web.assistant_threads_setStatus(channel_id=channel, thread_ts=thread_ts, status=status),
+        )

@@ -1,0 +1,23 @@
+"""Answering on Slack: a reply in the thread, and the 👀 reaction that acknowledges pickup."""
+
+from __future__ import annotations
+
+from drydock.bus.envelopes import InboxMessage, ReplyAddress
+from drydock.channels.slack.client import SlackClient
+
+
+class SlackReplies:
+    def __init__(self, client: SlackClient) -> None:
+        self._client = client
+
+    async def reply(self, address: ReplyAddress, text: str) -> None:
+        where = address.address
+        await self._client.post_in_thread(where["channel"], where["thread_ts"], text)
+
+    async def acknowledge(self, message: InboxMessage) -> bool:
+        """React with 👀 to the message that triggered the run."""
+        refs = message.references
+        if not refs.get("slack_channel") or not refs.get("slack_ts"):
+            return False
+        await self._client.add_reaction(refs["slack_channel"], refs["slack_ts"], "eyes")
+        return True

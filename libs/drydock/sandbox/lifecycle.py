@@ -1,0 +1,407 @@
+"""Which sandbox serves a thread: :meth:`SandboxManager.ensure_sandbox` (DESIGN.md section 4).
+
+The truth is the thread's metadata field ``sandbox_id``: a sandbox id, a creation sentinel
+(:mod:`drydock.sandbox.sentinel`), or nothing. It changes only by compare-and-set, so two
+processes never both create a sandbox for one thread. The in-process cache (thread id → backend
+and grant) only saves the reconnect; a cached sandbox that the metadata no longer names is
+dropped. In order, for thread T:
+
+1. cached and named by the metadata: health check. Healthy: refresh the grant. Unhealthy:
+   recreate (replace the id by a sentinel, delete the old sandbox, create, restore).
+2. a sentinel, and nothing cached: if it is stale (its owner is gone), remove it by
+   compare-and-set and create a replacement; if its owner is still creating, wait for it.
+3. nothing: write our sentinel by compare-and-set, create, replace the sentinel by the id.
+4. an id, and nothing cached: reconnect; if the sandbox is gone or unhealthy, recreate.
+
+After any of these the automation's git identity is applied again (skipped only when
+~/.gitconfig is byte for byte what it was right after this manager last applied it, which a
+shell builtin checks without starting git), the sandbox's last use is recorded, and the thread's
+failure count is reset; a failure increments it (see
+:class:`~drydock.sandbox.failures.SandboxFailures`). Every new sandbox gets a new grant and is
+offered the thread's latest workspace snapshot; a restore that raises removes the new sandbox
+again, so an empty sandbox never silently replaces lost work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol
+
+import structlog
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from drydock.config import SandboxSettings
+from drydock.infra.redis import Keys
+from drydock.roles import Role
+from drydock.runtime import Runtime
+from drydock.sandbox import git_setup
+from drydock.sandbox.backend import CommandResult, SandboxBackend
+from drydock.sandbox.credentials import GrantError, SandboxCredentials, SandboxGrant
+from drydock.sandbox.errors import SandboxError, SandboxNotFound, SandboxUnavailable
+from drydock.sandbox.failures import SandboxFailures
+from drydock.sandbox.handle import SandboxHandle
+from drydock.sandbox.provider import SandboxProvider
+from drydock.sandbox.providers import create_provider
+from drydock.sandbox.reaper import ReapReport, reap
+from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.sentinel import SANDBOX_ID, CreationSentinel, CreatorHeartbeat
+from drydock.threads.metadata import KIND, ThreadMetadataStore, ThreadNotFound
+
+log = structlog.get_logger(__name__)
+
+REPOSITORY = "repository"
+"""The thread metadata field naming the thread's repository (``owner/name``), if any."""
+
+_WAIT_INTERVAL = 0.05
+_TOUCH_INTERVAL = 30.0
+
+
+class SnapshotRestorer(Protocol):
+    """Restores a thread's latest workspace snapshot into a new sandbox
+    (implemented by :class:`drydock.sandbox.snapshots.SnapshotStore`)."""
+
+    async def restore(self, thread_id: str, sandbox: SandboxBackend) -> bool:
+        """True if a snapshot was restored, False if the thread has none."""
+        ...
+
+
+class SandboxSetupFailed(SandboxError):
+    """A command that prepares the sandbox (credential grant, git identity) failed inside it."""
+
+
+@dataclass
+class _Cached:
+    backend: SandboxBackend
+    grant: SandboxGrant
+    gitconfig: str | None = None
+    """The sandbox's ~/.gitconfig right after the identity was last applied."""
+
+
+class SandboxManager:
+    """Gives each thread its one sandbox, across processes; see the module documentation."""
+
+    def __init__(
+        self,
+        *,
+        provider: SandboxProvider,
+        records: SandboxRecords,
+        metadata: ThreadMetadataStore,
+        credentials: SandboxCredentials,
+        redis: Redis,
+        keys: Keys,
+        settings: SandboxSettings,
+        snapshots: SnapshotRestorer | None = None,
+        owner: str | None = None,
+    ) -> None:
+        self.provider = provider
+        self.records = records
+        self.metadata = metadata
+        self.credentials = credentials
+        self.failures = SandboxFailures(redis, keys)
+        self.settings = settings
+        self.snapshots = snapshots
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._heartbeat = CreatorHeartbeat(redis, keys, interval=settings.creator_heartbeat)
+        self._cache: dict[str, _Cached] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    @classmethod
+    def from_runtime(
+        cls,
+        runtime: Runtime,
+        *,
+        credentials: SandboxCredentials,
+        snapshots: SnapshotRestorer | None = None,
+    ) -> SandboxManager:
+        """A manager for a worker: the provider named by ``DRYDOCK_SANDBOX_PROVIDER``, the
+        runtime's Redis, and the given credentials (:class:`~drydock.sandbox.credentials.NoProxy`
+        for providers without a path to the proxy) and snapshot restorer."""
+        records = SandboxRecords(runtime.redis, runtime.keys)
+        return cls(
+            provider=create_provider(runtime.settings, records),
+            records=records,
+            metadata=ThreadMetadataStore(runtime.redis, runtime.keys),
+            credentials=credentials,
+            redis=runtime.redis,
+            keys=runtime.keys,
+            settings=runtime.settings.sandbox,
+            snapshots=snapshots,
+        )
+
+    async def ensure_sandbox(self, thread_id: str) -> SandboxBackend:
+        """The thread's healthy sandbox, created, reconnected or recreated as needed.
+
+        Raises :class:`~drydock.threads.metadata.ThreadNotFound` for a thread without metadata
+        and a :class:`~drydock.sandbox.errors.SandboxError` (or :class:`GrantError`, or the
+        snapshot restorer's error) when no sandbox can be provided; each such failure is
+        counted for the thread.
+        """
+        async with self._thread_lock(thread_id):
+            try:
+                entry, identity_applied = await self._ensure(thread_id)
+                if not identity_applied:
+                    await self._apply_identity(entry)
+            except ThreadNotFound:
+                raise
+            except Exception:
+                await self._count_failure(thread_id)
+                raise
+            await asyncio.gather(self.records.touch(entry.backend.id), self.failures.reset(thread_id))
+            return entry.backend
+
+    async def _count_failure(self, thread_id: str) -> None:
+        try:
+            count = await self.failures.record(thread_id)
+        except RedisError:
+            log.exception("no sandbox for the thread, and the failure could not be counted", thread_id=thread_id)
+            return
+        log.exception("no sandbox for the thread", thread_id=thread_id, failures=count)
+
+    @contextlib.asynccontextmanager
+    async def _thread_lock(self, thread_id: str) -> AsyncIterator[None]:
+        # Only keeps this process's own coroutines in line; processes are kept apart by the
+        # compare-and-set on the metadata.
+        lock = self._locks.setdefault(thread_id, asyncio.Lock())
+        try:
+            async with lock:
+                yield
+        finally:
+            if not lock.locked() and self._locks.get(thread_id) is lock:
+                del self._locks[thread_id]
+
+    async def _ensure(self, thread_id: str) -> tuple[_Cached, bool]:
+        """The thread's sandbox, and whether its git identity was already applied on the way."""
+        deadline = time.monotonic() + self.settings.creation_timeout.total_seconds() + 10.0
+        while True:
+            fields = await self.metadata.get(thread_id)
+            current = fields.get(SANDBOX_ID)
+            role, repository = Role(fields[KIND]), fields.get(REPOSITORY)
+            cached = self._cache.get(thread_id)
+            if cached is not None and cached.backend.id != current:
+                log.info("cached sandbox is no longer the thread's", thread_id=thread_id, sandbox_id=cached.backend.id)
+                await self._evict(thread_id, revoke=True)
+                cached = None
+            if cached is not None:
+                if await self._reuse(thread_id, cached):
+                    return cached, True
+                entry = await self._replace(thread_id, expected=current, role=role, repository=repository)
+            elif current is None:
+                entry = await self._replace(thread_id, expected=None, role=role, repository=repository)
+            elif (sentinel := CreationSentinel.parse(current)) is not None:
+                if await self._is_stale(thread_id, sentinel):
+                    if await self.metadata.compare_and_set(thread_id, SANDBOX_ID, expected=current, new=None):
+                        log.warning("removed a stale creation sentinel", thread_id=thread_id, owner=sentinel.owner)
+                elif time.monotonic() > deadline:
+                    raise SandboxUnavailable(f"thread {thread_id}: another process is still creating its sandbox")
+                else:
+                    await asyncio.sleep(_WAIT_INTERVAL)
+                continue
+            else:
+                entry = await self._reconnect(thread_id, current, role=role, repository=repository)
+            if entry is not None:
+                return entry, False
+
+    async def _reuse(self, thread_id: str, cached: _Cached) -> bool:
+        """Case 1: True if the cached sandbox is healthy (its grant refreshed, its git identity
+        applied); False after evicting an unhealthy one.
+
+        The identity check is a round trip to the daemon like the health check, so both start
+        together; the identity's outcome counts only when the sandbox is healthy.
+        """
+        identity = asyncio.ensure_future(self._apply_identity(cached))
+        if not await cached.backend.is_healthy():
+            identity.cancel()
+            await asyncio.gather(identity, return_exceptions=True)
+            log.warning("cached sandbox is unhealthy; recreating it", thread_id=thread_id, sandbox_id=cached.backend.id)
+            await self._evict(thread_id, revoke=True)
+            return False
+        try:
+            try:
+                await self.credentials.refresh(cached.grant)
+            except GrantError as error:
+                log.warning("grant could not be refreshed; issuing a new one", thread_id=thread_id, error=str(error))
+                cached.grant = await self._grant(cached.backend, thread_id, cached.grant.role, cached.grant.repository)
+        finally:
+            await asyncio.gather(identity, return_exceptions=True)
+        identity.result()
+        return True
+
+    async def _reconnect(
+        self, thread_id: str, sandbox_id: str, *, role: Role, repository: str | None
+    ) -> _Cached | None:
+        """Case 4: reconnect to the sandbox the metadata names; recreate it if that fails."""
+        try:
+            handle = await self.provider.connect(sandbox_id)
+            backend = self._backend(handle)
+            await backend.health()
+        except (SandboxNotFound, SandboxUnavailable) as error:
+            log.warning(
+                "cannot reconnect; recreating the sandbox", thread_id=thread_id, sandbox_id=sandbox_id, error=str(error)
+            )
+            return await self._replace(thread_id, expected=sandbox_id, role=role, repository=repository)
+        try:
+            grant = await self._grant(backend, thread_id, role, repository)
+        except BaseException:
+            await backend.aclose()
+            raise
+        entry = self._cache[thread_id] = _Cached(backend, grant)
+        log.info("reconnected to the sandbox", thread_id=thread_id, sandbox_id=sandbox_id)
+        return entry
+
+    async def _replace(
+        self, thread_id: str, *, expected: str | None, role: Role, repository: str | None
+    ) -> _Cached | None:
+        """Cases 3 and (re)creation: swap ``expected`` for our sentinel, create, record the id.
+        ``None`` when another process changed the field first (the caller reads it again)."""
+        sentinel = CreationSentinel.now(self.owner).encode()
+        async with self._heartbeat.beating(thread_id, self.owner):
+            if not await self.metadata.compare_and_set(thread_id, SANDBOX_ID, expected=expected, new=sentinel):
+                return None
+            if expected is not None:
+                await self._delete_quietly(expected)
+            try:
+                handle = await self.provider.create(thread_id, labels={"role": role.value})
+            except BaseException:
+                await self.metadata.compare_and_set(thread_id, SANDBOX_ID, expected=sentinel, new=None)
+                raise
+            if not await self.metadata.compare_and_set(thread_id, SANDBOX_ID, expected=sentinel, new=handle.id):
+                log.warning("our creation sentinel was taken over; discarding the new sandbox", thread_id=thread_id)
+                await self._delete_quietly(handle.id)
+                return None
+        log.info("sandbox ready for the thread", thread_id=thread_id, sandbox_id=handle.id, replaced=expected)
+        backend = self._backend(handle)
+        try:
+            grant = await self._grant(backend, thread_id, role, repository)
+            entry = self._cache[thread_id] = _Cached(backend, grant)
+            await self._restore(thread_id, backend)
+        except BaseException:
+            await self._evict(thread_id, revoke=True)
+            await backend.aclose()
+            if await self.metadata.compare_and_set(thread_id, SANDBOX_ID, expected=handle.id, new=None):
+                await self._delete_quietly(handle.id)
+            raise
+        return entry
+
+    async def _is_stale(self, thread_id: str, sentinel: CreationSentinel) -> bool:
+        if sentinel.owner == self.owner:
+            return True
+        if time.time() - sentinel.started_at > self.settings.creation_timeout.total_seconds():
+            return True
+        return not await self._heartbeat.alive(thread_id, sentinel.owner)
+
+    def _backend(self, handle: SandboxHandle) -> SandboxBackend:
+        backend = SandboxBackend(
+            handle,
+            default_timeout=self.settings.exec_timeout.total_seconds(),
+            max_timeout=self.settings.max_exec_timeout.total_seconds(),
+            health_timeout=self.settings.health_timeout.total_seconds(),
+        )
+        backend.on_use = self._toucher(handle.id)
+        return backend
+
+    def _toucher(self, sandbox_id: str) -> _Toucher:
+        return _Toucher(self.records, sandbox_id)
+
+    async def _grant(self, backend: SandboxBackend, thread_id: str, role: Role, repository: str | None) -> SandboxGrant:
+        """Issue a grant for the sandbox and apply it inside: environment and git rules."""
+        grant = await self.credentials.issue(backend.handle, thread_id=thread_id, role=role, repository=repository)
+        backend.environment = dict(grant.environment)
+        await self._run_setup(backend, git_setup.grant_script(grant.git_config), "apply the credential grant")
+        return grant
+
+    async def _apply_identity(self, entry: _Cached) -> None:
+        """Apply the identity unless ~/.gitconfig is byte for byte what it was after we last
+        applied it (a check with shell builtins only: the warm path spawns no git)."""
+        script = git_setup.identity_script(
+            self.settings.git_user_name, self.settings.git_user_email, unchanged_since=entry.gitconfig
+        )
+        result = await self._run_setup(entry.backend, script, "apply the git identity")
+        if result.output:
+            entry.gitconfig = result.output
+
+    async def _run_setup(self, backend: SandboxBackend, script: str, what: str) -> CommandResult:
+        result = await backend.run(script, time_limit=60.0)
+        if result.exit_code != 0:
+            raise SandboxSetupFailed(
+                f"sandbox {backend.id}: could not {what} (exit {result.exit_code}): {result.output}"
+            )
+        return result
+
+    async def _restore(self, thread_id: str, backend: SandboxBackend) -> None:
+        if self.snapshots is None:
+            return
+        restored = await self.snapshots.restore(thread_id, backend)
+        log.info(
+            "snapshot restored" if restored else "no snapshot to restore", thread_id=thread_id, sandbox_id=backend.id
+        )
+
+    async def _evict(self, thread_id: str, *, revoke: bool) -> None:
+        cached = self._cache.pop(thread_id, None)
+        if cached is None:
+            return
+        await cached.backend.aclose()
+        if revoke:
+            try:
+                await self.credentials.revoke(cached.grant)
+            except GrantError as error:
+                log.warning("grant could not be revoked", thread_id=thread_id, error=str(error))
+
+    async def _delete_quietly(self, sandbox_id: str) -> None:
+        try:
+            await self.provider.delete(sandbox_id)
+        except SandboxError as error:
+            log.warning("sandbox could not be deleted; the reaper will retry", sandbox_id=sandbox_id, error=str(error))
+
+    async def reap(self, *, now: float | None = None) -> ReapReport:
+        """Delete idle sandboxes (unused for ``idle_ttl``; the thread gets a new one, restored
+        from its snapshot, at its next run) and orphans (no thread metadata names them, and
+        older than ``orphan_grace``)."""
+        report = await reap(
+            provider=self.provider, records=self.records, metadata=self.metadata, settings=self.settings, now=now
+        )
+        for thread_id, cached in list(self._cache.items()):
+            if cached.backend.id in report.deleted:
+                await self._evict(thread_id, revoke=True)
+        return report
+
+    async def reap_forever(self, interval: float) -> None:
+        """Run :meth:`reap` every ``interval`` seconds until cancelled; errors are logged."""
+        while True:
+            try:
+                report = await self.reap()
+                if report.deleted:
+                    log.info("reaped sandboxes", idle=report.idle, orphaned=report.orphaned)
+            except (SandboxError, OSError) as error:
+                log.warning("reaping failed", error=str(error))
+            await asyncio.sleep(interval)
+
+    async def aclose(self) -> None:
+        """Close the cached connections; the sandboxes keep running."""
+        for thread_id in list(self._cache):
+            cached = self._cache.pop(thread_id)
+            await cached.backend.aclose()
+
+
+class _Toucher:
+    """Records a sandbox's use at most every 30 s, so a long run keeps its sandbox from the reaper."""
+
+    def __init__(self, records: SandboxRecords, sandbox_id: str) -> None:
+        self._records = records
+        self._sandbox_id = sandbox_id
+        self._last = time.monotonic()
+
+    async def __call__(self) -> None:
+        if time.monotonic() - self._last >= _TOUCH_INTERVAL:
+            self._last = time.monotonic()
+            try:
+                await self._records.touch(self._sandbox_id)
+            except RedisError as error:
+                log.warning("could not record the sandbox's use", sandbox_id=self._sandbox_id, error=str(error))

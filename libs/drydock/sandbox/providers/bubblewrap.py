@@ -1,0 +1,93 @@
+"""The bubblewrap command line that isolates a local sandbox.
+
+Inside, the sandbox sees its own workspace at ``/workspace``, its own home and ``/tmp``, the
+host's system directories, the configuration files in :data:`ETC_FILES` and the Python that runs
+the daemon read-only, and nothing else of the host's filesystem (no other home directories, no
+repository checkouts, no ``/etc/shadow`` or host keys, no sockets under ``/run``). It gets its own
+PID, IPC and UTS namespaces and a new session (no terminal injection); when the worker runs as
+root, every capability is dropped, so root inside cannot mount, trace or reconfigure the host.
+The network is shared by default so the sandbox can reach the credential proxy on the host;
+``share_network=False`` cuts it off entirely (the daemon still answers on its inherited socket).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+WORKSPACE = "/workspace"
+HOME = "/home/sandbox"
+TMP = "/tmp"
+
+_SYSTEM_DIRECTORIES = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+ETC_FILES = (
+    "alternatives",
+    "bash.bashrc",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "crypto-policies",
+    "debian_version",
+    "gai.conf",
+    "gitconfig",
+    "group",
+    "host.conf",
+    "hosts",
+    "inputrc",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "mime.types",
+    "nsswitch.conf",
+    "os-release",
+    "passwd",
+    "pki",
+    "profile",
+    "protocols",
+    "resolv.conf",
+    "services",
+    "ssl",
+    "timezone",
+)
+"""What of the host's ``/etc`` a sandbox sees (where present): name resolution, certificates,
+the dynamic linker, users and groups, locale and shell defaults. Not secrets."""
+
+
+def _system_mounts() -> list[str]:
+    argv = ["--ro-bind", "/usr", "/usr"]
+    for name in ETC_FILES:
+        argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    for name in _SYSTEM_DIRECTORIES:
+        path = Path(name)
+        if path.is_symlink():
+            argv += ["--symlink", str(path.readlink()), name]
+        elif path.is_dir():
+            argv += ["--ro-bind", name, name]
+    return argv
+
+
+def bubblewrap_argv(
+    bwrap: str,
+    *,
+    workspace: Path,
+    home: Path,
+    tmp: Path,
+    readonly: Iterable[Path],
+    share_network: bool,
+) -> list[str]:
+    """The ``bwrap ... --`` prefix; ``readonly`` are host directories the daemon needs (its Python)."""
+    argv = [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    if os.geteuid() == 0:
+        argv += ["--cap-drop", "ALL"]
+    if not share_network:
+        argv.append("--unshare-net")
+    argv += ["--new-session", "--hostname", "sandbox", *_system_mounts()]
+    for path in sorted({str(Path(p)) for p in readonly}):
+        if not path.startswith("/usr/"):
+            argv += ["--ro-bind", path, path]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    argv += ["--bind", str(workspace), WORKSPACE, "--bind", str(home), HOME, "--bind", str(tmp), TMP]
+    argv += ["--chdir", WORKSPACE, "--"]
+    return argv

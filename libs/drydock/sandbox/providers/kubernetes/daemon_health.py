@@ -1,0 +1,44 @@
+"""Asking a sandbox's daemon whether it answers: once, or until it does."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+
+from drydock.sandbox.daemon import protocol
+from drydock.sandbox.errors import SandboxCreationFailed
+from drydock.sandbox.handle import SandboxHandle
+
+
+def _client(handle: SandboxHandle) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        base_url=handle.base_url, headers={"Authorization": f"Bearer {handle.token}"}, trust_env=False
+    )
+
+
+async def answers(handle: SandboxHandle, *, within: float) -> bool:
+    """Whether the daemon answers health with 200 within ``within`` seconds."""
+    async with _client(handle) as client:
+        try:
+            return (await client.get(protocol.HEALTH, timeout=within)).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+
+async def wait_answering(handle: SandboxHandle, *, within: float) -> None:
+    """Poll health until the daemon answers 200; :class:`SandboxCreationFailed` after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    last = "no answer yet"
+    async with _client(handle) as client:
+        while (remaining := deadline - time.monotonic()) > 0:
+            try:
+                response = await client.get(protocol.HEALTH, timeout=min(remaining, 2.0))
+                if response.status_code == 200:
+                    return
+                last = f"health answered {response.status_code}"
+            except httpx.HTTPError as error:
+                last = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+            await asyncio.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+    raise SandboxCreationFailed(f"sandbox {handle.id}: daemon not ready within {within:g} s ({last})")

@@ -1,0 +1,263 @@
+"""The ``local`` provider: each sandbox is a daemon process on this host with a directory of its own.
+
+Layout: ``<local_root>/<sandbox id>/`` (mode 0700) holds ``workspace/``, ``home/``, ``tmp/`` and
+``daemon.log``. The daemon serves on a loopback socket that the provider binds and hands over,
+so it accepts connections before it has even started, and readiness is the first health answer.
+
+Lifetime: the daemon runs in a session of its own and outlives the worker that started it, as a
+pod would; another worker on the same host reconnects by id through the Redis record, and only
+:meth:`LocalProvider.delete` (or the reaper) stops it, killing every process of the sandbox.
+
+Environment: exactly ``local_environment`` from the settings plus ``HOME``, ``TMPDIR`` and
+``DRYDOCK_SANDBOX_ID``. Nothing is copied from the host's environment, so no host secret leaks
+into a sandbox through it.
+
+Isolation: with ``bwrap`` on PATH (and ``local_bubblewrap`` on), the daemon runs inside
+bubblewrap (see :mod:`drydock.sandbox.providers.bubblewrap`) and the workspace is ``/workspace``.
+Without it, the daemon is a plain host process: commands see the host's filesystem and run as
+the worker's user. That is logged as a warning for every sandbox and reported on the handle as
+``isolation="none"``. Use it for development only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import structlog
+
+import drydock
+from drydock.config import SandboxSettings
+from drydock.sandbox.daemon import protocol
+from drydock.sandbox.errors import SandboxCreationFailed, SandboxNotFound
+from drydock.sandbox.handle import Isolation, SandboxHandle
+from drydock.sandbox.providers import bubblewrap
+from drydock.sandbox.providers.local_processes import is_running, kill_sandbox, spawn_daemon
+from drydock.sandbox.records import SandboxRecords
+
+log = structlog.get_logger(__name__)
+
+PID_LABEL = "pid"
+DIRECTORY_LABEL = "directory"
+HOST_LABEL = "host"
+SANDBOX_ID_VARIABLE = "DRYDOCK_SANDBOX_ID"
+_RESERVED_LABELS = frozenset({PID_LABEL, DIRECTORY_LABEL, HOST_LABEL})
+
+
+def default_root() -> Path:
+    return Path(tempfile.gettempdir()) / "drydock-sandboxes"
+
+
+class LocalProvider:
+    """Sandboxes as local daemon processes; see the module documentation."""
+
+    name = "local"
+
+    def __init__(self, settings: SandboxSettings, records: SandboxRecords, *, python: str | None = None) -> None:
+        self._settings = settings
+        self._records = records
+        self._python = python or sys.executable
+        self.root = Path(settings.local_root) if settings.local_root else default_root()
+        self.bwrap = shutil.which("bwrap") if settings.local_bubblewrap else None
+        self.isolation = Isolation.BUBBLEWRAP if self.bwrap else Isolation.NONE
+        self._host = socket.gethostname()
+        # Only so that this process reaps the daemons it started; the truth is the Redis record.
+        self._children: dict[str, subprocess.Popen[bytes]] = {}
+
+    def _daemon_argv(self, *, workspace: str, tmp: str, listen_fd: int) -> list[str]:
+        s = self._settings
+        return [
+            self._python,
+            "-I",
+            "-m",
+            "drydock.sandbox.daemon",
+            "--workspace",
+            workspace,
+            "--root",
+            tmp,
+            "--listen-fd",
+            str(listen_fd),
+            "--default-timeout",
+            str(s.exec_timeout.total_seconds()),
+            "--max-timeout",
+            str(s.max_exec_timeout.total_seconds()),
+            "--output-cap",
+            str(s.output_cap),
+            "--max-concurrent-execs",
+            str(s.max_concurrent_execs),
+            "--max-queued-execs",
+            str(s.max_queued_execs),
+        ]
+
+    def _command(self, directory: Path, listen_fd: int) -> tuple[list[str], dict[str, str], str]:
+        """The argv, the environment and the workspace path as the sandbox sees it."""
+        workspace, home, tmp = directory / "workspace", directory / "home", directory / "tmp"
+        if self.bwrap is None:
+            inside_workspace, inside_home, inside_tmp = str(workspace), str(home), str(tmp)
+            prefix: list[str] = []
+        else:
+            inside_workspace, inside_home, inside_tmp = bubblewrap.WORKSPACE, bubblewrap.HOME, bubblewrap.TMP
+            prefix = bubblewrap.bubblewrap_argv(
+                self.bwrap,
+                workspace=workspace,
+                home=home,
+                tmp=tmp,
+                readonly=[Path(sys.prefix), Path(sys.base_prefix), Path(drydock.__file__).parents[1]],
+                share_network=self._settings.local_share_network,
+            )
+        env = dict(self._settings.local_environment) | {
+            "HOME": inside_home,
+            "TMPDIR": inside_tmp,
+            SANDBOX_ID_VARIABLE: directory.name,
+        }
+        argv = prefix + self._daemon_argv(workspace=inside_workspace, tmp=inside_tmp, listen_fd=listen_fd)
+        return argv, env, inside_workspace
+
+    async def create(self, thread_id: str, *, labels: Mapping[str, str] | None = None) -> SandboxHandle:
+        reserved = _RESERVED_LABELS & set(labels or {})
+        if reserved:
+            raise ValueError(f"labels {sorted(reserved)} are set by the local provider")
+        sandbox_id = f"sbx-{uuid.uuid4().hex}"
+        directory = self.root / sandbox_id
+        token = secrets.token_urlsafe(32)
+        try:
+            await asyncio.to_thread(_make_directories, directory)
+        except OSError as error:
+            raise SandboxCreationFailed(f"cannot create {directory}: {error}") from error
+        listener = socket.create_server(("127.0.0.1", 0), backlog=128)
+        try:
+            port = listener.getsockname()[1]
+            argv, env, workspace = self._command(directory, listener.fileno())
+            try:
+                process = await asyncio.to_thread(
+                    spawn_daemon,
+                    argv,
+                    env=env,
+                    cwd=directory,
+                    log=directory / "daemon.log",
+                    token=token,
+                    listen_fd=listener.fileno(),
+                )
+            except OSError as error:
+                await asyncio.to_thread(shutil.rmtree, directory, True)
+                raise SandboxCreationFailed(f"cannot start the sandbox daemon: {error}") from error
+        finally:
+            listener.close()
+        self._children[sandbox_id] = process
+        handle = SandboxHandle(
+            id=sandbox_id,
+            provider=self.name,
+            thread_id=thread_id,
+            base_url=f"http://127.0.0.1:{port}",
+            token=token,
+            workspace=workspace,
+            created_at=datetime.now(UTC),
+            isolation=self.isolation,
+            labels=dict(labels or {})
+            | {PID_LABEL: str(process.pid), DIRECTORY_LABEL: str(directory), HOST_LABEL: self._host},
+        )
+        # Recorded before it is ready, so that a crash from here on leaves something the reaper finds.
+        await self._records.put(handle)
+        try:
+            await self._wait_ready(handle, process)
+        except SandboxCreationFailed:
+            await self.delete(sandbox_id)
+            raise
+        if self.isolation == Isolation.NONE:
+            log.warning(
+                "sandbox is not isolated: bwrap is not on PATH or local_bubblewrap is off; "
+                "commands run as this user on the host",
+                sandbox_id=sandbox_id,
+                thread_id=thread_id,
+            )
+        log.info("sandbox created", sandbox_id=sandbox_id, thread_id=thread_id, isolation=self.isolation)
+        return handle
+
+    async def _wait_ready(self, handle: SandboxHandle, process: subprocess.Popen[bytes]) -> None:
+        deadline = time.monotonic() + self._settings.ready_timeout.total_seconds()
+        headers = {"Authorization": f"Bearer {handle.token}"}
+        async with httpx.AsyncClient(base_url=handle.base_url, headers=headers, trust_env=False) as client:
+            while True:
+                if process.poll() is not None:
+                    tail = await asyncio.to_thread(_tail, Path(handle.labels[DIRECTORY_LABEL]) / "daemon.log")
+                    raise SandboxCreationFailed(f"sandbox daemon exited with {process.returncode}: {tail}")
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise SandboxCreationFailed(
+                        f"sandbox daemon not ready within {self._settings.ready_timeout.total_seconds():g} s"
+                    )
+                try:
+                    response = await client.get(protocol.HEALTH, timeout=min(remaining, 1.0))
+                    if response.status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                await asyncio.sleep(0.01)
+
+    async def connect(self, sandbox_id: str) -> SandboxHandle:
+        handle = await self._records.get(sandbox_id)
+        if handle is None:
+            raise SandboxNotFound(sandbox_id, "no record")
+        if handle.provider != self.name:
+            raise SandboxNotFound(sandbox_id, f"it belongs to the {handle.provider} provider")
+        if handle.labels.get(HOST_LABEL) != self._host:
+            raise SandboxNotFound(sandbox_id, f"it runs on host {handle.labels.get(HOST_LABEL)}")
+        if not is_running(int(handle.labels[PID_LABEL]), handle.labels[DIRECTORY_LABEL]):
+            raise SandboxNotFound(sandbox_id, "its daemon process is gone")
+        return handle
+
+    async def delete(self, sandbox_id: str) -> bool:
+        handle = await self._records.get(sandbox_id)
+        if handle is None or handle.provider != self.name:
+            return False
+        directory = Path(handle.labels[DIRECTORY_LABEL])
+        if handle.labels.get(HOST_LABEL) == self._host:
+            await asyncio.to_thread(
+                kill_sandbox, int(handle.labels[PID_LABEL]), str(directory), f"{SANDBOX_ID_VARIABLE}={sandbox_id}"
+            )
+            process = self._children.pop(sandbox_id, None)
+            if process is not None:
+                await asyncio.to_thread(process.wait)
+            await asyncio.to_thread(shutil.rmtree, directory, True)
+        else:
+            log.warning("sandbox runs on another host; only its record is removed", sandbox_id=sandbox_id)
+        await self._records.remove(sandbox_id)
+        log.info("sandbox deleted", sandbox_id=sandbox_id, thread_id=handle.thread_id)
+        return True
+
+    async def list(self) -> builtins.list[SandboxHandle]:
+        return [
+            handle
+            for handle in await self._records.all(provider=self.name)
+            if handle.labels.get(HOST_LABEL) == self._host
+            and Path(handle.labels.get(DIRECTORY_LABEL, "/")).parent == self.root
+        ]
+
+    async def aclose(self) -> None:
+        self._children.clear()
+
+
+def _make_directories(directory: Path) -> None:
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(mode=0o700)
+    for name in ("workspace", "home", "tmp"):
+        (directory / name).mkdir(mode=0o700)
+
+
+def _tail(path: Path, limit: int = 2000) -> str:
+    try:
+        return path.read_text(errors="replace")[-limit:].strip() or "(no output)"
+    except OSError:
+        return "(no log)"

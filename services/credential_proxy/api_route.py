@@ -1,0 +1,44 @@
+"""``{proxy}/g/{grant}/api/{path}``: the code host's REST API (``GITHUB_API_URL`` in the
+sandbox). Read-only grants may use GET, HEAD and OPTIONS; ``/repos/{owner}/{name}/…`` must name
+the grant's repository. ``Location`` and ``Link`` headers pointing at the upstream API are
+rewritten to point back through the proxy, so pagination keeps working."""
+
+from __future__ import annotations
+
+from aiohttp import web
+from yarl import URL
+
+from services.credential_proxy.context import CONTEXT
+from services.credential_proxy.denials import record_denial
+from services.credential_proxy.forwarding import forward
+from services.credential_proxy.grant_auth import Refused, authenticate, refusal
+from services.credential_proxy.injection import api_authorization, upstream_token
+from services.credential_proxy.policy import api_denial
+
+PATTERNS = ("/g/{grant}/api", "/g/{grant}/api/{path:.*}")
+
+
+async def handle_api(request: web.Request) -> web.StreamResponse:
+    ctx = request.app[CONTEXT]
+    grant_token = request.match_info["grant"]
+    prefix = f"/g/{grant_token}/api"
+    raw_path = request.rel_url.raw_path.removeprefix(prefix) or "/"
+    try:
+        grant = await authenticate(ctx, grant_token, "api")
+        denial = api_denial(grant, request.method, request.match_info.get("path", ""))
+        if denial is not None:
+            await record_denial(ctx, grant, denial, route="api", method=request.method, target=raw_path)
+            return refusal("api", 403, denial.message)
+        token = await upstream_token(ctx, grant, "api")
+    except Refused as refused:
+        return refused.response
+    query = request.rel_url.raw_query_string
+    url = URL(ctx.api_upstream + raw_path + (f"?{query}" if query else ""), encoded=True)
+    through_proxy = f"{request.url.origin()}{prefix}"
+
+    def rewrite(value: str) -> str:
+        return value.replace(ctx.api_upstream, through_proxy)
+
+    return await forward(
+        request, ctx.session, url, authorization=api_authorization(token), route="api", rewrite_location=rewrite
+    )

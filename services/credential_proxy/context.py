@@ -1,0 +1,69 @@
+"""Everything a proxy request handler needs, built once at start-up and shared by both
+listeners (reverse and egress)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import aiohttp
+import structlog
+from aiohttp import web
+
+from drydock.credentials import CipherError, GrantStore, ProxyCredentials
+from drydock.runtime import Runtime
+from services.credential_proxy.allowlist import Allowlist
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class ProxyContext:
+    runtime: Runtime
+    grants: GrantStore
+    credentials: ProxyCredentials | None
+    """``None`` when tokens cannot be stored (no encryption keys); ``disabled`` says why."""
+    disabled: str | None
+    session: aiohttp.ClientSession
+    git_upstream: str
+    api_upstream: str
+    allowlist: Allowlist
+
+
+CONTEXT: web.AppKey[ProxyContext] = web.AppKey("context", ProxyContext)
+
+
+@contextlib.asynccontextmanager
+async def proxy_context(runtime: Runtime) -> AsyncIterator[ProxyContext]:
+    """Open the upstream connection pool and the credential stores; close them on exit."""
+    settings = runtime.settings
+    allowlist = Allowlist(settings.proxy.egress_allowlist)
+    credentials: ProxyCredentials | None = None
+    disabled: str | None = None
+    try:
+        credentials = ProxyCredentials.create(settings, runtime.redis, runtime.keys)
+    except CipherError as error:
+        disabled = str(error)
+        log.error("credential proxy cannot inject credentials", reason=disabled)
+    session = aiohttp.ClientSession(
+        auto_decompress=False,
+        skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
+        timeout=aiohttp.ClientTimeout(total=None, sock_connect=settings.proxy.upstream_timeout),
+        connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=60),
+    )
+    try:
+        yield ProxyContext(
+            runtime=runtime,
+            grants=GrantStore(runtime.redis, runtime.keys, retention=settings.proxy.grant_retention),
+            credentials=credentials,
+            disabled=disabled,
+            session=session,
+            git_upstream=(settings.proxy.git_upstream or f"https://{settings.github.host}").rstrip("/"),
+            api_upstream=settings.github.api_url.rstrip("/"),
+            allowlist=allowlist,
+        )
+    finally:
+        await session.close()
+        if credentials is not None:
+            await credentials.aclose()

@@ -1,0 +1,41 @@
+"""``{proxy}/g/{grant}/git/{owner}/{name}[.git]/{endpoint}``: git smart HTTP to the code host.
+
+Only the smart-HTTP endpoints are served (``info/refs``, ``git-upload-pack``,
+``git-receive-pack``); pushes need a read-write grant for the repository.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+from yarl import URL
+
+from services.credential_proxy.context import CONTEXT
+from services.credential_proxy.denials import record_denial
+from services.credential_proxy.forwarding import forward
+from services.credential_proxy.grant_auth import Refused, authenticate, refusal
+from services.credential_proxy.injection import git_authorization, upstream_token
+from services.credential_proxy.policy import GIT_ENDPOINTS, git_denial
+
+PATTERN = "/g/{grant}/git/{owner}/{name}/{endpoint:.+}"
+
+
+async def handle_git(request: web.Request) -> web.StreamResponse:
+    ctx = request.app[CONTEXT]
+    owner, name = request.match_info["owner"], request.match_info["name"].removesuffix(".git")
+    endpoint = request.match_info["endpoint"]
+    repository = f"{owner}/{name}"
+    if endpoint not in GIT_ENDPOINTS:
+        return refusal("git", 404, f"{endpoint} is not a git smart-HTTP endpoint")
+    try:
+        grant = await authenticate(ctx, request.match_info["grant"], "git")
+        denial = git_denial(grant, repository, endpoint, request.query.get("service"))
+        if denial is not None:
+            await record_denial(
+                ctx, grant, denial, route="git", method=request.method, target=f"{repository}/{endpoint}"
+            )
+            return refusal("git", 403, denial.message)
+        token = await upstream_token(ctx, grant, "git")
+    except Refused as refused:
+        return refused.response
+    url = URL(f"{ctx.git_upstream}/{repository}.git/{endpoint}").with_query(request.rel_url.query)
+    return await forward(request, ctx.session, url, authorization=git_authorization(token), route="git")

@@ -1,0 +1,91 @@
+"""Both listeners of the credential proxy on one runtime: the reverse proxy (git, API, health)
+and the egress forward proxy."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import structlog
+from aiohttp import web
+from redis.exceptions import RedisError
+
+from drydock.runtime import Runtime
+from services.credential_proxy.app import create_app
+from services.credential_proxy.context import ProxyContext, proxy_context
+from services.credential_proxy.egress import HEAD_LIMIT, EgressProxy
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class Listening:
+    """Where the proxy listens once started (ports resolved when configured as 0)."""
+
+    url: str
+    egress_url: str
+    context: ProxyContext
+    reencryption: asyncio.Task[None]
+    """The start-up pass that moves stored tokens to the newest key; done soon after start."""
+
+
+async def _reencrypt(ctx: ProxyContext) -> None:
+    """After a key rotation (a new key first in DRYDOCK_CRYPTO_KEYS), move stored tokens to it,
+    so that the old key can be retired once every replica has started with the new list."""
+    if ctx.credentials is None:
+        return
+    try:
+        rewritten = await ctx.credentials.vault.rotate()
+    except RedisError as error:
+        log.error("re-encrypting stored tokens failed", error=str(error))
+        return
+    if rewritten:
+        log.info("stored tokens re-encrypted under the newest key", count=rewritten)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that name it (else ~40 ms
+    # delayed-ACK stalls on reused connections).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(512)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+@contextlib.asynccontextmanager
+async def serving(runtime: Runtime) -> AsyncIterator[Listening]:
+    """Serve both listeners on ``settings.proxy.host``/``port``/``egress_port`` until exit."""
+    settings = runtime.settings.proxy
+    async with proxy_context(runtime) as ctx, contextlib.AsyncExitStack() as stack:
+        reverse_socket = stack.enter_context(_bind(settings.host, settings.port))
+        egress_socket = stack.enter_context(_bind(settings.host, settings.egress_port))
+        # Bodies are forwarded exactly as sent: gzip-encoded git requests stay gzip-encoded.
+        runner = web.AppRunner(create_app(ctx), auto_decompress=False, access_log=None, handle_signals=False)
+        await runner.setup()
+        stack.push_async_callback(runner.cleanup)
+        await web.SockSite(runner, reverse_socket).start()
+        egress = await asyncio.start_server(EgressProxy(ctx).handle, sock=egress_socket, limit=HEAD_LIMIT)
+        stack.push_async_callback(egress.wait_closed)
+        stack.callback(egress.close)
+        rotation = asyncio.create_task(_reencrypt(ctx), name="credential-proxy-reencrypt")
+        try:
+            yield Listening(_url(reverse_socket), _url(egress_socket), ctx, rotation)
+        finally:
+            rotation.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await rotation

@@ -1,0 +1,153 @@
+"""Accepting a verified delivery: claim it, read what routing needs (one round trip), decide,
+make the decisions durable, and only then say yes.
+
+The order is the contract with the sender: a 2xx means every inbox message, wake and event of
+the delivery was acknowledged by JetStream; anything else makes the sender retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from redis.exceptions import RedisError
+
+from drydock.accounts import AccountsStore, MembershipCache
+from drydock.bus.envelopes import InboxMessage
+from drydock.channels.github.client import GithubClient
+from drydock.channels.intents import Delivery
+from drydock.channels.outbound import Outbound
+from drydock.runtime import Runtime
+from drydock.threads.metadata import ThreadMetadataStore
+from drydock.threads.pr_records import PullRequestRecords
+from services.ingress import routing
+from services.ingress.authorize import Authorizer
+from services.ingress.dedup import ClaimResult, Deliveries
+from services.ingress.dispatch import Dispatcher
+from services.ingress.errors import Unavailable
+from services.ingress.lookup import LookupBatch
+from services.ingress.metrics import ROUTED
+from services.ingress.routing import Publish, Reply, Route, Routing, Skip
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class Accepted:
+    """The answer to a delivery, and what to tell the source once it is sent."""
+
+    status: int
+    body: dict[str, Any]
+    outcome: str
+    acknowledge: list[InboxMessage] = field(default_factory=list)
+    replies: list[Reply] = field(default_factory=list)
+
+
+class Ingress:
+    """The ingress's state: settings, stores, routing, the dispatcher and the outbound clients."""
+
+    def __init__(self, runtime: Runtime, outbound: Outbound, github: GithubClient | None = None) -> None:
+        """``github`` answers organization-membership questions; without it only linked
+        accounts and ``author_association`` can authorize a GitHub author."""
+        settings = runtime.settings
+        self.runtime = runtime
+        self.settings = settings
+        self.outbound = outbound
+        self._redis = runtime.redis
+        self._keys = runtime.keys
+        self.deliveries = Deliveries(
+            runtime.redis, runtime.keys, ttl=settings.ingress.dedup_ttl, claim_ttl=settings.ingress.claim_ttl
+        )
+        self.accounts = AccountsStore(runtime.redis, runtime.keys, host=settings.github.host)
+        self.records = PullRequestRecords(runtime.redis, runtime.keys)
+        membership = MembershipCache(
+            runtime.redis, runtime.keys, host=settings.github.host, ttl=settings.ingress.org_membership_ttl
+        )
+        self.routing = Routing(
+            self.accounts, Authorizer(membership, github), default_handle=settings.ingress.mention_handle
+        )
+        self.dispatcher = Dispatcher(runtime.bus, ThreadMetadataStore(runtime.redis, runtime.keys), self.records)
+        self._in_flight = asyncio.Semaphore(settings.ingress.max_in_flight)
+
+    @classmethod
+    def from_runtime(cls, runtime: Runtime) -> Ingress:
+        """With outbound clients for every channel that has credentials."""
+        outbound = Outbound.from_settings(runtime.settings)
+        return cls(runtime, outbound, outbound.github)
+
+    async def aclose(self) -> None:
+        await self.outbound.aclose()
+
+    async def accept(self, delivery: Delivery) -> Accepted:
+        """Route a verified delivery. Raises :class:`Unavailable` when it could not be made durable."""
+        if not delivery.intents:
+            return Accepted(200, {"status": "ignored", "reason": delivery.ignored or "nothing to route"}, "ignored")
+        if not self.runtime.nats.is_connected:
+            raise Unavailable("message bus not connected")
+        async with self._in_flight:
+            return await self._route(delivery)
+
+    async def _route(self, delivery: Delivery) -> Accepted:
+        channel = delivery.channel.value
+        batch = LookupBatch(self._redis, self._keys, self.deliveries, self.accounts, self.records)
+        for intent in delivery.intents:
+            routing.queue_reads(batch, intent)
+        try:
+            lookup = await batch.execute(channel, delivery.delivery_id)
+        except (RedisError, OSError) as error:
+            raise Unavailable(f"store: {error or type(error).__name__}") from None
+        if lookup.claim is ClaimResult.DUPLICATE:
+            return Accepted(200, {"status": "duplicate", "delivery": delivery.delivery_id}, "duplicate")
+        if lookup.claim is ClaimResult.IN_PROGRESS:
+            log.info("redelivery while the first is in flight", channel=channel, delivery_id=delivery.delivery_id)
+            return Accepted(
+                503, {"error": f"delivery {delivery.delivery_id} is being processed; retry later"}, "in_progress"
+            )
+        try:
+            decisions = [await self.routing.decide(intent, lookup) for intent in delivery.intents]
+            routes = [decision for decision in decisions if isinstance(decision, Route)]
+            publishes = [decision for decision in decisions if isinstance(decision, Publish)]
+            await self.dispatcher.dispatch(routes, publishes)
+        except BaseException as error:
+            await self._release(channel, delivery.delivery_id)
+            if isinstance(error, RedisError | OSError):
+                raise Unavailable(f"store: {error or type(error).__name__}") from None
+            raise
+        try:
+            await self.deliveries.done(channel, delivery.delivery_id)
+        except (RedisError, OSError) as error:
+            # Durable already; the claim expires and the stream's Nats-Msg-Id drops a redelivery.
+            log.warning("delivery not marked done", delivery_id=delivery.delivery_id, error=str(error))
+        return self._accepted(delivery, decisions, routes)
+
+    async def _release(self, channel: str, delivery_id: str) -> None:
+        try:
+            await self.deliveries.release(channel, delivery_id)
+        except (RedisError, OSError) as error:
+            log.warning("delivery claim not released; it expires", delivery_id=delivery_id, error=str(error))
+
+    def _accepted(self, delivery: Delivery, decisions: list[routing.Decision], routes: list[Route]) -> Accepted:
+        for route in routes:
+            trigger = route.message.trigger.value if route.message.trigger else "none"
+            ROUTED.labels(delivery.channel.value, route.role.value, trigger).inc()
+        skipped = [decision.reason for decision in decisions if isinstance(decision, Skip)]
+        for reason in skipped:
+            log.info(
+                "intent not routed", channel=delivery.channel.value, delivery_id=delivery.delivery_id, reason=reason
+            )
+        body: dict[str, Any] = {
+            "status": "accepted" if routes or any(isinstance(d, Publish) for d in decisions) else "ignored",
+            "delivery": delivery.delivery_id,
+            "threads": [{"thread_id": route.thread_id, "role": route.role.value} for route in routes],
+        }
+        if skipped:
+            body["skipped"] = skipped
+        return Accepted(
+            200,
+            body,
+            "accepted" if body["status"] == "accepted" else "ignored",
+            acknowledge=[route.message for route in routes if route.acknowledge],
+            replies=[decision for decision in decisions if isinstance(decision, Reply)],
+        )

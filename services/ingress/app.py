@@ -1,0 +1,43 @@
+"""The ingress's wiring: its router factory (mounted by the web-only process too) and the
+standalone service (``drydock serve ingress``)."""
+
+from __future__ import annotations
+
+import gc
+
+from fastapi import APIRouter
+
+from drydock.http import create_app, serve
+from drydock.runtime import Runtime
+from services.ingress.accept import Ingress
+from services.ingress.webhooks import webhook_router
+
+
+def _freeze_startup_objects() -> None:
+    # Everything imported so far lives for the whole process; left in the collector's view,
+    # each full collection walks it and stalls every request in flight (~100 ms here).
+    gc.collect()
+    gc.freeze()
+
+
+def router(runtime: Runtime) -> APIRouter:
+    """The ``drydock.web_routers`` entry point: the webhook endpoints on ``runtime``."""
+    ingress = Ingress.from_runtime(runtime)
+    _freeze_startup_objects()
+    return webhook_router(ingress)
+
+
+async def run(runtime: Runtime) -> None:
+    """Serve the ingress alone (health, readiness, metrics and the webhooks) until cancelled."""
+    ingress = Ingress.from_runtime(runtime)
+    http = runtime.settings.http
+    _freeze_startup_objects()
+    try:
+        await serve(create_app("ingress", runtime, [lambda _: webhook_router(ingress)]), host=http.host, port=http.port)
+    finally:
+        await ingress.aclose()
+
+
+def listens(runtime: Runtime) -> str:
+    http = runtime.settings.http
+    return f"http://{http.host}:{http.port}/webhooks/{{github,linear,slack/events,slack/interactivity}}"

@@ -1,0 +1,64 @@
+"""Making a delivery's decisions durable, in this order:
+
+1. the metadata of new threads (so a woken worker finds the thread's kind and reply address),
+2. the inbox appends and the forwarded CI events, concurrently,
+3. the wakes, once their thread's inbox append is acknowledged (a wake that overtook its
+   message could find an empty inbox and end the run).
+
+Only when every publish is acknowledged is the delivery answered 2xx. A retry after a partial
+failure repeats everything: the metadata write is idempotent, JetStream drops the repeated
+``Nats-Msg-Id`` of an inbox message or event, and the repeated wake is dropped within the runs
+stream's duplicate window (or finds nothing new).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from redis.exceptions import RedisError
+
+from drydock.bus import Bus, BusUnavailable, Wake
+from drydock.threads.inbox import Inbox
+from drydock.threads.metadata import ThreadExists, ThreadMetadataStore
+from drydock.threads.pr_records import PullRequestRecords
+from services.ingress.errors import Unavailable
+from services.ingress.routing import Publish, Route
+
+
+class Dispatcher:
+    def __init__(self, bus: Bus, metadata: ThreadMetadataStore, records: PullRequestRecords) -> None:
+        self._bus = bus
+        self._inbox = Inbox(bus)
+        self._metadata = metadata
+        self._records = records
+
+    async def _create(self, route: Route) -> None:
+        assert route.create is not None
+        with contextlib.suppress(ThreadExists):
+            # Another delivery created it since the lookup: its metadata stands.
+            await self._metadata.create(route.thread_id, kind=route.role, fields=route.create)
+
+    async def _append_then_wake(self, route: Route) -> None:
+        await self._inbox.append(route.message)
+        if route.wake:
+            wake = Wake(thread_id=route.thread_id, role=route.role, reason=route.message.trigger or "inbox")
+            await self._bus.wake(wake, msg_id=f"wake:{route.thread_id}:{route.message.delivery_id}")
+
+    async def dispatch(self, routes: list[Route], publishes: list[Publish]) -> None:
+        """Raises :class:`Unavailable` when Redis or NATS did not take all of it."""
+        try:
+            new_threads = [route for route in routes if route.create is not None]
+            if new_threads:
+                await asyncio.gather(
+                    *(self._create(route) for route in new_threads),
+                    *(self._records.remember_thread(route.thread_id) for route in new_threads),
+                )
+            await asyncio.gather(
+                *(self._append_then_wake(route) for route in routes),
+                *(self._bus.github(publish.event) for publish in publishes),
+            )
+        except BusUnavailable as error:
+            raise Unavailable(f"message bus: {error}") from None
+        except (RedisError, OSError) as error:
+            raise Unavailable(f"store: {error or type(error).__name__}") from None

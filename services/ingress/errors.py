@@ -1,0 +1,21 @@
+"""Why the ingress refuses a request: each cause has one status and one metric outcome."""
+
+from __future__ import annotations
+
+
+class Rejected(Exception):
+    """The request is refused with a 4xx; ``reason`` is safe to log and to return."""
+
+    def __init__(self, status: int, reason: str, outcome: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+        self.outcome = outcome
+
+
+class Unavailable(Exception):
+    """NATS or Redis cannot take the delivery now: 503, so the sender retries."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

@@ -1,0 +1,122 @@
+"""Everything routing reads from Redis, fetched in one pipelined round trip together with the
+delivery's de-duplication claim: team defaults, linked accounts, repository settings, the
+durable PR records and branch indexes, and whether candidate threads exist."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis.asyncio import Redis
+
+from drydock.accounts import AccountsStore, Provider, RepositorySettings, TeamDefaults
+from drydock.infra.redis import Keys
+from drydock.threads.pr_records import PullRequestRecords
+from services.ingress.dedup import ClaimResult, Deliveries, claim_result
+
+
+@dataclass(frozen=True)
+class ThreadState:
+    kind: str
+    repository: str | None
+
+
+@dataclass
+class Lookup:
+    """What routing knows about a delivery's world; absent entries were not asked for."""
+
+    claim: ClaimResult = ClaimResult.CLAIMED
+    team: TeamDefaults = field(default_factory=TeamDefaults)
+    users: dict[tuple[Provider, str], str | None] = field(default_factory=dict)
+    repositories: dict[str, RepositorySettings | None] = field(default_factory=dict)
+    pr_threads: dict[tuple[str, int], str | None] = field(default_factory=dict)
+    branch_threads: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    short_threads: dict[str, str | None] = field(default_factory=dict)
+    threads: dict[str, ThreadState | None] = field(default_factory=dict)
+
+    def repository(self, full_name: str) -> RepositorySettings | None:
+        return self.repositories.get(full_name.lower())
+
+
+class LookupBatch:
+    """Collects reads, then runs them with the claim in a single pipeline (:meth:`execute`)."""
+
+    def __init__(
+        self, redis: Redis, keys: Keys, deliveries: Deliveries, accounts: AccountsStore, records: PullRequestRecords
+    ) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._deliveries = deliveries
+        self._accounts = accounts
+        self._records = records
+        self._host = accounts.host
+        self._steps: list[tuple[Callable[[Any], None], Callable[[Lookup, Any], None]]] = []
+        self._seen: set[tuple[str, ...]] = set()
+
+    def _add(
+        self, identity: tuple[str, ...], queue: Callable[[Any], None], store: Callable[[Lookup, Any], None]
+    ) -> None:
+        if identity not in self._seen:
+            self._seen.add(identity)
+            self._steps.append((queue, store))
+
+    def user(self, provider: Provider, external_id: str) -> None:
+        def store(lookup: Lookup, reply: Any) -> None:
+            lookup.users[(provider, external_id)] = reply
+
+        self._add(
+            ("user", provider, external_id), lambda p: self._accounts.queue_user_for(p, provider, external_id), store
+        )
+
+    def repository(self, full_name: str) -> None:
+        def store(lookup: Lookup, reply: Any) -> None:
+            lookup.repositories[full_name.lower()] = RepositorySettings.from_json(reply)
+
+        self._add(("repo", full_name.lower()), lambda p: self._accounts.queue_repository(p, full_name), store)
+
+    def pull_request(self, full_name: str, number: int) -> None:
+        def store(lookup: Lookup, reply: Any) -> None:
+            lookup.pr_threads[(full_name.lower(), number)] = reply
+
+        self._add(
+            ("pr", full_name.lower(), str(number)),
+            lambda p: self._records.queue_thread_for(p, self._host, full_name, number),
+            store,
+        )
+
+    def branch(self, full_name: str, branch: str, short: str | None) -> None:
+        def store(lookup: Lookup, reply: Any) -> None:
+            lookup.branch_threads[(full_name.lower(), branch)] = reply
+
+        self._add(
+            ("branch", full_name.lower(), branch),
+            lambda p: self._records.queue_thread_for_branch(p, self._host, full_name, branch),
+            store,
+        )
+        if short is not None:
+
+            def store_short(lookup: Lookup, reply: Any) -> None:
+                lookup.short_threads[short] = reply
+
+            self._add(("short", short), lambda p: p.get(self._keys.thread_short_id(short)), store_short)
+
+    def thread(self, thread_id: str) -> None:
+        def store(lookup: Lookup, reply: Any) -> None:
+            kind, repository = reply
+            lookup.threads[thread_id] = ThreadState(kind, repository or None) if kind else None
+
+        self._add(("thread", thread_id), lambda p: p.hmget(self._keys.thread(thread_id), ["kind", "repository"]), store)
+
+    async def execute(self, channel: str, delivery_id: str) -> Lookup:
+        """Claim the delivery and run every read; one round trip."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            self._deliveries.queue_claim(pipe, channel, delivery_id)
+            self._accounts.queue_team(pipe)
+            for queue, _ in self._steps:
+                queue(pipe)
+            replies = await pipe.execute()
+        lookup = Lookup(claim=claim_result(replies[0]), team=TeamDefaults.from_json(replies[1]))
+        for (_, store), reply in zip(self._steps, replies[2:], strict=True):
+            store(lookup, reply)
+        return lookup

@@ -1,0 +1,224 @@
+"""What to do with each intent of a delivery, decided from what the lookup read.
+
+- A message continues the thread the agent already works in (a follow-up), or starts one when
+  it addresses the agent (a mention of the handle, a Slack mention or direct message, a Linear
+  agent session) and its author is trusted and its repository is enabled for the coder.
+- A pull request opened, ready for review or pushed to, on a repository with review enabled,
+  wakes the reviewer in the reviewer namespace.
+- A push by someone else to an agent branch is noted in the creating thread's inbox.
+- CI and pull-request events are forwarded to the autofix controller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from drydock.accounts import AccountsStore, Provider
+from drydock.bus.envelopes import Author, Channel, GithubEvent, InboxMessage, ReplyAddress, Trigger
+from drydock.channels.intents import (
+    BranchPush,
+    Forward,
+    GithubConversation,
+    Intent,
+    Message,
+    ReviewRequest,
+    Sender,
+)
+from drydock.channels.text import mentions, repository_in
+from drydock.roles import Role
+from drydock.threads import ids
+from drydock.threads.pr_records import branch_short_id
+from services.ingress import resolve_thread
+from services.ingress.authorize import Authorizer
+from services.ingress.lookup import Lookup, LookupBatch
+from services.ingress.thread_fields import new_thread_fields
+
+ASK_FOR_REPOSITORY = (
+    "Which repository should I work in? Mention me again with `repo:owner/name`, "
+    "or set a default repository in your Drydock profile."
+)
+
+
+def not_enabled(repository: str) -> str:
+    return f"Drydock's coder is not enabled on `{repository}`; an admin can enable it in the dashboard."
+
+
+@dataclass(frozen=True)
+class Route:
+    """Durable work: create the thread's metadata if new, append to its inbox, wake its role."""
+
+    role: Role
+    message: InboxMessage
+    create: Mapping[str, str] | None = None
+    wake: bool = True
+    acknowledge: bool = False
+
+    @property
+    def thread_id(self) -> str:
+        return self.message.thread_id
+
+
+@dataclass(frozen=True)
+class Publish:
+    """Forward an event to ``drydock.github.{event}``."""
+
+    event: GithubEvent
+
+
+@dataclass(frozen=True)
+class Reply:
+    """Answer the author without starting work (sent after the webhook is answered)."""
+
+    address: ReplyAddress
+    text: str
+
+
+@dataclass(frozen=True)
+class Skip:
+    reason: str
+
+
+Decision = Route | Publish | Reply | Skip
+
+
+def choose_repository(text: str, user_default: str | None, team_default: str | None) -> str | None:
+    """``repo:owner/name`` in the text, then the user's default, then the team's."""
+    return repository_in(text) or user_default or team_default
+
+
+def _author(sender: Sender, user_id: str | None) -> Author:
+    return Author(channel=sender.channel, external_id=sender.external_id, name=sender.name, user_id=user_id)
+
+
+def queue_reads(batch: LookupBatch, intent: Intent) -> None:
+    """Ask the batch for everything :meth:`Routing.decide` reads for ``intent``."""
+    match intent:
+        case Message():
+            batch.user(Provider(intent.sender.channel.value), intent.sender.external_id)
+            if intent.repository is not None:
+                batch.repository(intent.repository)
+            resolve_thread.queue_reads(batch, intent.conversation)
+        case ReviewRequest():
+            batch.repository(intent.conversation.full_name)
+            batch.user(Provider.GITHUB, intent.sender.external_id)
+        case BranchPush():
+            batch.branch(intent.full_name, intent.branch, branch_short_id(intent.branch))
+        case Forward():
+            pass
+
+
+class Routing:
+    def __init__(self, accounts: AccountsStore, authorizer: Authorizer, *, default_handle: str) -> None:
+        self._accounts = accounts
+        self._authorizer = authorizer
+        self._default_handle = default_handle
+
+    async def decide(self, intent: Intent, lookup: Lookup) -> Decision:
+        match intent:
+            case Message():
+                return await self._message(intent, lookup)
+            case ReviewRequest():
+                return await self._review(intent, lookup)
+            case BranchPush():
+                return self._push(intent, lookup)
+            case Forward():
+                return Publish(intent.event)
+        raise TypeError(f"unknown intent {intent!r}")
+
+    async def _message(self, intent: Message, lookup: Lookup) -> Decision:
+        sender = intent.sender
+        if sender.bot:
+            return Skip("the author is a bot or the agent itself")
+        thread_id, agent_pull_request = resolve_thread.resolve(intent.conversation, lookup)
+        state = lookup.threads.get(thread_id)
+        existing = agent_pull_request or state is not None
+        handle = lookup.team.mention_handle or self._default_handle
+        mentioned = intent.addressed or mentions(intent.text, handle)
+        if not existing and (intent.follow_up_only or not mentioned):
+            return Skip("not addressed to the agent, and not in a thread it works in")
+        user_id = lookup.users.get((Provider(sender.channel.value), sender.external_id))
+        refusal = await self._authorizer.refusal(sender, user_id, lookup.team, intent.repository)
+        if refusal is not None:
+            return Skip(f"author not authorized: {refusal}")
+        if intent.addressed and intent.sender.channel is not Channel.GITHUB:
+            trigger = Trigger.DIRECT
+        else:
+            trigger = Trigger.MENTION if mentioned else Trigger.FOLLOW_UP
+
+        def message(repository: str | None) -> InboxMessage:
+            return InboxMessage(
+                delivery_id=intent.delivery_id,
+                thread_id=thread_id,
+                channel=sender.channel,
+                author=_author(sender, user_id),
+                text=intent.text,
+                repository=repository,
+                references={**intent.references, "event": intent.event},
+                reply_to=intent.reply_to,
+                trigger=trigger,
+            )
+
+        if existing:
+            repository = intent.repository or (state.repository if state is not None else None)
+            return Route(Role.CODER, message(repository), acknowledge=True)
+        repository = intent.repository
+        if repository is None:
+            profile_default = (await self._accounts.profile(user_id)).default_repository if user_id else None
+            repository = choose_repository(intent.text, profile_default, lookup.team.default_repository)
+            if repository is None:
+                return Reply(intent.reply_to, ASK_FOR_REPOSITORY)
+            settings = await self._accounts.repository(repository)
+        else:
+            settings = lookup.repository(repository)
+        if settings is None or not settings.coder:
+            if isinstance(intent.conversation, GithubConversation):
+                return Skip(f"the coder is not enabled on {repository}")
+            return Reply(intent.reply_to, not_enabled(repository))
+        new = message(settings.full_name)
+        return Route(Role.CODER, new, create=new_thread_fields(new), acknowledge=True)
+
+    async def _review(self, intent: ReviewRequest, lookup: Lookup) -> Decision:
+        conversation = intent.conversation
+        settings = lookup.repository(conversation.full_name)
+        if settings is None or not settings.reviewer:
+            return Skip(f"review is not enabled on {conversation.full_name}")
+        if intent.draft:
+            return Skip("draft pull requests are reviewed once they are ready")
+        user_id = lookup.users.get((Provider.GITHUB, intent.sender.external_id))
+        if not intent.sender.agent:
+            refusal = await self._authorizer.refusal(intent.sender, user_id, lookup.team, conversation.full_name)
+            if refusal is not None:
+                return Skip(f"pull request author not authorized: {refusal}")
+        thread_id = ids.reviewer(conversation.host, conversation.owner, conversation.repo, conversation.number)
+        message = InboxMessage(
+            delivery_id=intent.delivery_id,
+            thread_id=thread_id,
+            channel=Channel.GITHUB,
+            author=_author(intent.sender, user_id),
+            text=f"Pull request #{conversation.number} {intent.action.replace('_', ' ')}: {intent.title}",
+            repository=settings.full_name,
+            references={**intent.references, "event": intent.event},
+            reply_to=intent.reply_to,
+            trigger=Trigger.REVIEW_REQUEST,
+        )
+        return Route(Role.REVIEWER, message, create=new_thread_fields(message))
+
+    def _push(self, intent: BranchPush, lookup: Lookup) -> Decision:
+        if intent.sender.bot:
+            return Skip("a push by a bot or the agent itself")
+        thread_id = resolve_thread.agent_branch_thread(lookup, intent.full_name, intent.branch)
+        if thread_id is None:
+            return Skip(f"branch {intent.branch} belongs to no thread")
+        message = InboxMessage(
+            delivery_id=intent.delivery_id,
+            thread_id=thread_id,
+            channel=Channel.GITHUB,
+            author=_author(intent.sender, None),
+            text=intent.text,
+            repository=intent.full_name,
+            references={"event": intent.event, "branch": intent.branch, "head_sha": intent.head_sha},
+            reply_to=intent.reply_to,
+            trigger=Trigger.PUSH,
+        )
+        return Route(Role.CODER, message, wake=False)

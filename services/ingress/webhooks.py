@@ -1,0 +1,115 @@
+"""The webhook endpoints: ``POST /webhooks/github``, ``/webhooks/linear``,
+``/webhooks/slack/events`` and ``/webhooks/slack/interactivity``.
+
+Each request: read the body (413 above the limit) → verify (401) → parse (400) → accept
+(200 once durable, 503 when NATS or Redis cannot take it). Every refusal is logged with its
+reason, never with the body.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+
+import structlog
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from starlette.background import BackgroundTask
+
+from drydock.bus.envelopes import Channel
+from drydock.channels.errors import ChannelNotConfigured, MalformedDelivery, VerificationFailed
+from drydock.channels.intents import Delivery
+from drydock.config import Settings
+from services.ingress import verified
+from services.ingress.accept import Ingress
+from services.ingress.body import read_body
+from services.ingress.errors import Rejected, Unavailable
+from services.ingress.metrics import DELIVERIES, DURATION
+from services.ingress.notify import notify
+
+log = structlog.get_logger(__name__)
+
+Reader = Callable[[Settings, Mapping[str, str], bytes], Delivery]
+
+RETRY_AFTER_SECONDS = "5"
+
+
+def _read(reader: Reader, settings: Settings, headers: Mapping[str, str], body: bytes) -> Delivery:
+    try:
+        return reader(settings, headers, body)
+    except ChannelNotConfigured as error:
+        raise Rejected(404, error.reason, "not_configured") from None
+    except VerificationFailed as error:
+        raise Rejected(401, error.reason, "rejected_signature") from None
+    except MalformedDelivery as error:
+        raise Rejected(400, error.reason, "rejected_malformed") from None
+
+
+async def handle(ingress: Ingress, request: Request, channel: Channel, reader: Reader) -> Response:
+    started = time.perf_counter()
+    outcome = "error"
+    try:
+        body = await read_body(request, ingress.settings.ingress.max_body_bytes)
+        delivery = _read(reader, ingress.settings, request.headers, body)
+        if delivery.challenge is not None:
+            outcome = "challenge"
+            return JSONResponse({"challenge": delivery.challenge})
+        accepted = await ingress.accept(delivery)
+        outcome = accepted.outcome
+        headers = {"Retry-After": RETRY_AFTER_SECONDS} if accepted.status == 503 else None
+        background = None
+        if accepted.acknowledge or accepted.replies:
+            background = BackgroundTask(
+                notify,
+                ingress.outbound,
+                accepted.acknowledge,
+                accepted.replies,
+                ingress.settings.ingress.outbound_timeout,
+            )
+        return JSONResponse(accepted.body, accepted.status, headers=headers, background=background)
+    except Rejected as rejected:
+        outcome = rejected.outcome
+        log.warning(
+            "webhook rejected",
+            channel=channel.value,
+            status=rejected.status,
+            reason=rejected.reason,
+            client=request.client.host if request.client else None,
+        )
+        return JSONResponse({"error": rejected.reason}, rejected.status)
+    except Unavailable as unavailable:
+        outcome = "unavailable"
+        log.error("webhook not accepted: dependency unavailable", channel=channel.value, reason=unavailable.reason)
+        return JSONResponse(
+            {"error": f"temporarily unavailable: {unavailable.reason}"},
+            503,
+            headers={"Retry-After": RETRY_AFTER_SECONDS},
+        )
+    finally:
+        DELIVERIES.labels(channel.value, outcome).inc()
+        DURATION.labels(channel.value).observe(time.perf_counter() - started)
+
+
+ENDPOINTS: tuple[tuple[str, Channel, Reader, str], ...] = (
+    ("/webhooks/github", Channel.GITHUB, verified.github, "GitHub App webhook"),
+    ("/webhooks/linear", Channel.LINEAR, verified.linear, "Linear webhook"),
+    ("/webhooks/slack/events", Channel.SLACK, verified.slack_event, "Slack Events API"),
+    ("/webhooks/slack/interactivity", Channel.SLACK, verified.slack_interaction, "Slack interactivity"),
+)
+
+
+def webhook_router(ingress: Ingress) -> APIRouter:
+    """The webhook endpoints, served by ``ingress`` (one per process).
+
+    They are plain Starlette routes: a webhook takes no parameters for FastAPI to resolve, and
+    skipping its dependency machinery is a measurable share of the hot path.
+    """
+    api = APIRouter()
+    for path, channel, reader, summary in ENDPOINTS:
+
+        async def endpoint(request: Request, channel: Channel = channel, reader: Reader = reader) -> Response:
+            return await handle(ingress, request, channel, reader)
+
+        endpoint.__doc__ = summary
+        api.add_route(path, endpoint, methods=["POST"], name=path, include_in_schema=False)
+    return api

@@ -1,0 +1,108 @@
+"""The accounts store on real Valkey: links, profiles, team defaults, enabled repositories, and
+the shared membership cache."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+from pydantic import ValidationError
+from redis.asyncio import Redis
+
+from drydock.accounts import (
+    AccountsStore,
+    MembershipCache,
+    Provider,
+    RepositorySettings,
+    TeamDefaults,
+    UserProfile,
+)
+from drydock.infra.redis import Keys
+
+
+@pytest.fixture
+def store(redis: Redis, keys: Keys) -> AccountsStore:
+    return AccountsStore(redis, keys, host="github.com")
+
+
+class TestLinks:
+    async def test_link_find_and_unlink(self, store: AccountsStore) -> None:
+        assert await store.user_for(Provider.SLACK, "U1") is None
+        await store.link(Provider.SLACK, "U1", "ada")
+        await store.link(Provider.GITHUB, "583231", "ada")
+        assert await store.user_for(Provider.SLACK, "U1") == "ada"
+        assert await store.accounts_of("ada") == [(Provider.GITHUB, "583231"), (Provider.SLACK, "U1")]
+        assert await store.unlink(Provider.SLACK, "U1") is True
+        assert await store.unlink(Provider.SLACK, "U1") is False
+        assert await store.accounts_of("ada") == [(Provider.GITHUB, "583231")]
+
+    async def test_relinking_an_account_moves_it(self, store: AccountsStore) -> None:
+        await store.link(Provider.LINEAR, "lin-1", "ada")
+        await store.link(Provider.LINEAR, "lin-1", "grace")
+        assert await store.user_for(Provider.LINEAR, "lin-1") == "grace"
+        assert await store.accounts_of("ada") == []
+        assert await store.accounts_of("grace") == [(Provider.LINEAR, "lin-1")]
+
+    async def test_invalid_ids_are_refused(self, store: AccountsStore) -> None:
+        with pytest.raises(ValueError, match="external account id"):
+            await store.link(Provider.SLACK, "U 1", "ada")
+        with pytest.raises(ValueError, match="user id"):
+            await store.link(Provider.SLACK, "U1", "")
+
+
+class TestProfilesAndTeam:
+    async def test_profile_round_trip(self, store: AccountsStore) -> None:
+        assert await store.profile("ada") == UserProfile(user_id="ada")
+        await store.save_profile(UserProfile(user_id="ada", default_repository="acme/api"))
+        assert (await store.profile("ada")).default_repository == "acme/api"
+
+    async def test_team_defaults_round_trip(self, store: AccountsStore) -> None:
+        assert await store.team() == TeamDefaults()
+        team = TeamDefaults(
+            default_repository="acme/api", allowed_organizations=("Acme", "tools"), mention_handle="@bot"
+        )
+        await store.save_team(team)
+        assert await store.team() == TeamDefaults(
+            default_repository="acme/api", allowed_organizations=("acme", "tools"), mention_handle="@bot"
+        )
+
+    @pytest.mark.parametrize(
+        ("field", "value"),
+        [("default_repository", "no-slash"), ("allowed_organizations", ("bad org",)), ("mention_handle", "drydock")],
+    )
+    def test_invalid_team_values_are_refused(self, field: str, value: object) -> None:
+        with pytest.raises(ValidationError):
+            TeamDefaults.model_validate({field: value})
+
+
+class TestRepositories:
+    async def test_enable_toggle_list_and_remove(self, store: AccountsStore) -> None:
+        assert await store.repository("acme/api") is None
+        await store.save_repository(RepositorySettings(full_name="acme/api", reviewer=True))
+        await store.save_repository(RepositorySettings(full_name="acme/web", coder=False, autofix=True))
+        assert await store.repository("ACME/API") == RepositorySettings(full_name="acme/api", reviewer=True)
+        assert [r.full_name for r in await store.repositories()] == ["acme/api", "acme/web"]
+        assert (await store.repository("acme/web")) == RepositorySettings(
+            full_name="acme/web", coder=False, autofix=True
+        )
+        assert await store.remove_repository("acme/api") is True
+        assert await store.remove_repository("acme/api") is False
+        assert [r.full_name for r in await store.repositories()] == ["acme/web"]
+
+    async def test_invalid_names_are_refused(self, store: AccountsStore) -> None:
+        with pytest.raises(ValueError, match="owner/name"):
+            await store.repository("../etc")
+
+
+class TestMembershipCache:
+    async def test_answers_are_shared_and_expire(self, redis: Redis, keys: Keys) -> None:
+        cache = MembershipCache(redis, keys, host="github.com", ttl=timedelta(milliseconds=200))
+        other_replica = MembershipCache(redis, keys, host="github.com", ttl=timedelta(milliseconds=200))
+        assert await cache.get("acme", "alice") is None
+        await cache.put("acme", "Alice", True)
+        await cache.put("acme", "bob", False)
+        assert await other_replica.get("ACME", "alice") is True
+        assert await other_replica.get("acme", "bob") is False
+        await asyncio.sleep(0.3)
+        assert await cache.get("acme", "alice") is None

@@ -1,0 +1,106 @@
+"""Details of each channel's parser that the endpoint tests do not show."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from drydock.channels.errors import MalformedDelivery
+from drydock.channels.github import parse as github_parse
+from drydock.channels.intents import BranchPush, Delivery, Forward, GithubConversation, Message, ReviewRequest
+from drydock.channels.linear import parse as linear_parse
+from drydock.channels.slack import parse as slack_parse
+from tests.fakes import linear as fake_linear
+from tests.fakes import slack as fake_slack
+from tests.fakes.github import webhooks
+
+
+def github(event: str, payload: dict[str, object], **headers: str) -> Delivery:
+    all_headers = {"x-github-event": event, "x-github-delivery": "d-1", "content-type": "application/json", **headers}
+    return github_parse.parse(all_headers, json.dumps(payload).encode(), host="ghe.example.com", app_slug="drydock")
+
+
+class TestGithub:
+    def test_a_pull_request_comment_names_the_pull_request(self) -> None:
+        (message,) = github("issue_comment", webhooks.issue_comment("acme", "api", 5, "hi", pull_request=True)).intents
+        assert isinstance(message, Message)
+        assert message.conversation == GithubConversation("ghe.example.com", "acme", "api", 5, True)
+        assert message.reply_to.address["kind"] == "pull_request"
+
+    def test_a_repository_webhook_without_installation(self) -> None:
+        (message,) = github(
+            "issue_comment", webhooks.issue_comment("acme", "api", 5, "hi", installation_id=None)
+        ).intents
+        assert isinstance(message, Message)
+        assert "installation_id" not in message.reply_to.address
+
+    def test_the_agents_own_account_is_flagged(self) -> None:
+        payload = webhooks.issue_comment("acme", "api", 5, "done", author=webhooks.user("Drydock[bot]", kind="Bot"))
+        (message,) = github("issue_comment", payload).intents
+        assert isinstance(message, Message)
+        assert message.sender.agent
+        assert message.sender.bot
+
+    def test_a_pull_request_is_forwarded_and_may_ask_for_review(self) -> None:
+        forward, review = github("pull_request", webhooks.pull_request("acme", "api", 9, "synchronize")).intents
+        assert isinstance(forward, Forward)
+        assert forward.event.action == "synchronize"
+        assert isinstance(review, ReviewRequest)
+        (closed,) = github("pull_request", webhooks.pull_request("acme", "api", 9, "closed")).intents
+        assert isinstance(closed, Forward)
+
+    def test_pushes_to_agent_branches_only(self) -> None:
+        (push,) = github("push", webhooks.push("acme", "api", "drydock/0123456789ab-x")).intents
+        assert isinstance(push, BranchPush)
+        assert push.branch == "drydock/0123456789ab-x"
+        assert (
+            github("push", webhooks.push("acme", "api", "main")).ignored
+            == "push to a branch that is not an agent branch"
+        )
+        deleted = github("push", webhooks.push("acme", "api", "drydock/0123456789ab", deleted=True))
+        assert deleted.ignored == "branch deletion"
+
+    @pytest.mark.parametrize("event", ["Issue_Comment", "issue.comment", "", "x" * 65])
+    def test_invalid_event_names(self, event: str) -> None:
+        with pytest.raises(MalformedDelivery, match="X-GitHub-Event"):
+            github(event, {})
+
+    def test_an_owner_name_that_cannot_be_a_repository(self) -> None:
+        payload = webhooks.issue_comment("acme", "api", 1, "hi")
+        payload["repository"]["owner"]["login"] = "ac:me"
+        with pytest.raises(MalformedDelivery, match="invalid characters"):
+            github("issue_comment", payload)
+
+
+class TestSlack:
+    def test_the_configured_bot_id_when_events_carry_no_authorizations(self) -> None:
+        payload = fake_slack.message("C1", "1.000002", "<@U0ME> hi", thread_ts="1.000001")
+        del payload["authorizations"]
+        body = json.dumps(payload).encode()
+        headers = {"content-type": "application/json"}
+        assert slack_parse.parse_event(headers, body).intents, "without a bot id the reply is a follow-up"
+        ignored = slack_parse.parse_event(headers, body, bot_user_id="U0ME")
+        assert ignored.ignored == "a channel message mentioning the bot is routed as its app_mention"
+
+    def test_bad_timestamps_are_malformed(self) -> None:
+        payload = fake_slack.app_mention("C1", "yesterday", "<@U0DRYBOT> hi")
+        with pytest.raises(MalformedDelivery, match="Slack timestamp"):
+            slack_parse.parse_event({"content-type": "application/json"}, json.dumps(payload).encode())
+
+
+class TestLinear:
+    def test_the_delivery_id_falls_back_to_a_digest_of_the_body(self) -> None:
+        issue = fake_linear.LinearIssue("i-1", "DRY-1", "t")
+        body = json.dumps(fake_linear.comment_created(issue, "@drydock")).encode()
+        headers = {"content-type": "application/json"}
+        first = linear_parse.parse(headers, body)
+        assert first.delivery_id.startswith("sha256-")
+        assert linear_parse.parse(headers, body).delivery_id == first.delivery_id
+
+    def test_a_reply_comment_answers_in_its_thread(self) -> None:
+        issue = fake_linear.LinearIssue("i-1", "DRY-1", "t")
+        payload = fake_linear.comment_created(issue, "and this?", parent_id="root-comment")
+        (message,) = linear_parse.parse({"content-type": "application/json"}, json.dumps(payload).encode()).intents
+        assert isinstance(message, Message)
+        assert message.reply_to.address["parent_comment_id"] == "root-comment"

@@ -1,0 +1,58 @@
+"""Reading what a message says to the agent: mentions of the handle and ``repo:owner/name``."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from drydock.channels.text import mentions, repository_in
+
+
+class TestMentions:
+    @pytest.mark.parametrize(
+        "text",
+        ["@drydock fix it", "hey @drydock, please", "(@Drydock)", "cc @drydock.", "@drydock\nmore", "x\n@DRYDOCK"],
+    )
+    def test_mentions(self, text: str) -> None:
+        assert mentions(text, "@drydock")
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "drydock fix it",
+            "@drydock-bot",
+            "@drydock_2",
+            "ops@drydock.io",
+            "@drydockyard",
+            "/@drydock",
+            "run `@drydock fix` to ask it",
+            "```\n@drydock in a code block\n```",
+        ],
+    )
+    def test_not_mentions(self, text: str) -> None:
+        assert not mentions(text, "@drydock")
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.text(max_size=80).filter(lambda text: "`" not in text))
+    def test_a_handle_added_as_a_word_outside_code_is_always_found(self, text: str) -> None:
+        assert mentions(f"{text} @drydock please", "@drydock")
+
+
+class TestRepository:
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("fix it repo:acme/api", "acme/api"),
+            ("repo: acme/web-app please", "acme/web-app"),
+            ("see repo:<https://github.com/acme/api|acme/api>", "acme/api"),
+            ("repo:https://ghe.example.com/acme/api.git, thanks", "acme/api"),
+            ("first repo:a/b then repo:c/d", "a/b"),
+        ],
+    )
+    def test_found(self, text: str, expected: str) -> None:
+        assert repository_in(text) == expected
+
+    @pytest.mark.parametrize("text", ["no repository", "repo:acme", "myrepo:acme/api", "repo:../etc", "repo:acme/.."])
+    def test_not_found(self, text: str) -> None:
+        assert repository_in(text) is None

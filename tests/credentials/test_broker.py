@@ -1,0 +1,177 @@
+"""``ProxyCredentials``: the SandboxCredentials the lifecycle manager uses."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from nats.aio.client import Client as NatsClient
+from redis.asyncio import Redis
+
+from drydock.bus import Bus
+from drydock.config import Settings
+from drydock.credentials import GrantRevoked, NoApp, ProxyCredentials, TokenMintError, digest
+from drydock.infra.redis import Keys
+from drydock.roles import Role
+from drydock.runtime import Runtime
+from drydock.sandbox.credentials import GrantError, SandboxCredentials
+from tests.credentials.conftest import REPOSITORY
+from tests.credentials.sandbox_side import handle_for
+from tests.fakes.github import FakeGitHub
+
+
+class TestIssue:
+    async def test_implements_the_sandbox_protocol(self, credentials: ProxyCredentials) -> None:
+        assert isinstance(credentials, SandboxCredentials)
+
+    async def test_built_from_a_service_runtime(
+        self, settings_for_sandboxes: Settings, nats_client: NatsClient, bus: Bus, redis: Redis, keys: Keys
+    ) -> None:
+        broker = ProxyCredentials.from_runtime(Runtime(settings_for_sandboxes, nats_client, bus, redis, keys))
+        try:
+            handle = handle_for("t-runtime", Path("/nonexistent"))
+            grant = await broker.issue(handle, thread_id="t-runtime", role=Role.ANALYZER, repository=REPOSITORY)
+            assert grant.token is not None
+            assert (await broker.grants.resolve(grant.token)).read_only
+        finally:
+            await broker.aclose()
+
+    async def test_grant_carries_placeholders_and_the_vault_the_encrypted_token(
+        self,
+        credentials: ProxyCredentials,
+        redis: Redis,
+        keys: Keys,
+        github: FakeGitHub,
+        tmp_path: Path,
+        thread_id: str,
+    ) -> None:
+        handle = handle_for(thread_id, tmp_path)
+        grant = await credentials.issue(handle, thread_id=thread_id, role=Role.CODER, repository=REPOSITORY)
+        assert grant.token is not None
+        assert (grant.sandbox_id, grant.thread_id, grant.role, grant.repository) == (
+            handle.id,
+            thread_id,
+            Role.CODER,
+            REPOSITORY,
+        )
+        upstream = await credentials.vault.get(digest(grant.token))
+        assert upstream is not None
+        assert github.git_access(upstream.token, REPOSITORY) == "write"
+        ciphertext = await redis.get(keys.grant_token(digest(grant.token)))
+        assert ciphertext is not None
+        assert upstream.token not in ciphertext
+        handed_over = f"{grant!r} {dict(grant.environment)} {grant.git_config} {grant.api_base_url}"
+        assert upstream.token not in handed_over
+        assert grant.token in grant.api_base_url  # type: ignore[operator]
+
+    async def test_reviewer_token_is_read_only_upstream_too(
+        self, credentials: ProxyCredentials, github: FakeGitHub, tmp_path: Path, thread_id: str
+    ) -> None:
+        grant = await credentials.issue(
+            handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.REVIEWER, repository=REPOSITORY
+        )
+        assert grant.token is not None
+        upstream = await credentials.vault.get(digest(grant.token))
+        assert upstream is not None
+        assert github.git_access(upstream.token, REPOSITORY) == "read"
+
+    async def test_a_new_grant_supersedes_the_sandbox_s_earlier_one(
+        self, credentials: ProxyCredentials, tmp_path: Path, thread_id: str
+    ) -> None:
+        handle = handle_for(thread_id, tmp_path)
+        first = await credentials.issue(handle, thread_id=thread_id, role=Role.CODER, repository=REPOSITORY)
+        second = await credentials.issue(handle, thread_id=thread_id, role=Role.CODER, repository=REPOSITORY)
+        assert first.token is not None
+        assert second.token is not None
+        with pytest.raises(GrantRevoked, match="superseded"):
+            await credentials.grants.resolve(first.token)
+        assert await credentials.vault.get(digest(first.token)) is None
+        assert (await credentials.grants.resolve(second.token)).sandbox_id == handle.id
+
+    async def test_without_a_repository_there_is_a_grant_but_no_token(
+        self, credentials: ProxyCredentials, tmp_path: Path, thread_id: str
+    ) -> None:
+        grant = await credentials.issue(
+            handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=None
+        )
+        assert grant.token is not None
+        assert await credentials.vault.get(digest(grant.token)) is None
+        assert (await credentials.grants.resolve(grant.token)).repository is None
+
+    async def test_a_refused_mint_leaves_no_usable_grant(
+        self, settings_for_sandboxes: Settings, redis: Redis, keys: Keys, tmp_path: Path, thread_id: str
+    ) -> None:
+        broker = ProxyCredentials.create(settings_for_sandboxes, redis, keys, minter=NoApp("no App in this test"))
+        handle = handle_for(thread_id, tmp_path)
+        with pytest.raises(TokenMintError, match="no App in this test"):
+            await broker.issue(handle, thread_id=thread_id, role=Role.CODER, repository=REPOSITORY)
+        assert await broker.grants.revoke_sandbox(thread_id, handle.id, reason="cleanup") == []
+
+    async def test_a_malformed_repository_is_a_grant_error(
+        self, credentials: ProxyCredentials, tmp_path: Path, thread_id: str
+    ) -> None:
+        with pytest.raises(GrantError, match="not an owner/name"):
+            await credentials.issue(
+                handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository="x"
+            )
+
+
+class TestRefresh:
+    async def test_mints_a_fresh_token_and_extends_the_grant(
+        self, credentials: ProxyCredentials, tmp_path: Path, thread_id: str
+    ) -> None:
+        grant = await credentials.issue(
+            handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
+        )
+        assert grant.token is not None
+        before = await credentials.vault.get(digest(grant.token))
+        expiry_before = (await credentials.grants.resolve(grant.token)).expires_at
+        await credentials.refresh(grant)
+        after = await credentials.vault.get(digest(grant.token))
+        assert before is not None
+        assert after is not None
+        assert after.token != before.token
+        assert (await credentials.grants.resolve(grant.token)).expires_at >= expiry_before
+
+    async def test_a_revoked_grant_cannot_be_refreshed(
+        self, credentials: ProxyCredentials, tmp_path: Path, thread_id: str
+    ) -> None:
+        grant = await credentials.issue(
+            handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
+        )
+        await credentials.revoke(grant)
+        with pytest.raises(GrantError, match="revoked"):
+            await credentials.refresh(grant)
+
+
+class TestRevoke:
+    async def test_withdraws_grant_and_token_and_is_idempotent(
+        self, credentials: ProxyCredentials, tmp_path: Path, thread_id: str
+    ) -> None:
+        grant = await credentials.issue(
+            handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
+        )
+        assert grant.token is not None
+        await credentials.revoke(grant)
+        await credentials.revoke(grant)
+        assert await credentials.vault.get(digest(grant.token)) is None
+        with pytest.raises(GrantRevoked):
+            await credentials.grants.resolve(grant.token)
+
+
+class TestUpstreamToken:
+    async def test_reuses_a_fresh_token_and_renews_one_about_to_expire(
+        self, credentials: ProxyCredentials, tmp_path: Path, thread_id: str
+    ) -> None:
+        grant = await credentials.issue(
+            handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
+        )
+        assert grant.token is not None
+        record = await credentials.grants.resolve(grant.token)
+        stored = await credentials.vault.get(record.digest)
+        assert stored is not None
+        assert (await credentials.upstream_token(record)).token == stored.token
+        renewed = await credentials.upstream_token(record, renew_margin=timedelta(hours=2))
+        assert renewed.token != stored.token
+        assert (await credentials.vault.get(record.digest)) == renewed

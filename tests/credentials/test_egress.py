@@ -1,0 +1,144 @@
+"""The egress proxy: CONNECT and absolute-form requests to allowlisted hosts only, attributed
+to a thread by the sandbox's grant. The hosts are loopback servers."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import httpx
+import pytest
+from aiohttp import web
+from nats.aio.client import Client as NatsClient
+from redis.asyncio import Redis
+from structlog.testing import capture_logs
+
+from drydock.bus import Bus
+from drydock.config import Settings
+from drydock.credentials import GrantStore
+from drydock.infra.redis import Keys
+from drydock.roles import Role
+from drydock.runtime import Runtime
+from services.credential_proxy.server import Listening, serving
+
+
+async def _site(text: str) -> tuple[web.AppRunner, int]:
+    async def hello(request: web.Request) -> web.Response:
+        return web.Response(text=text)
+
+    app = web.Application()
+    app.router.add_get("/", hello)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    await web.SockSite(runner, sock).start()
+    return runner, sock.getsockname()[1]
+
+
+@pytest.fixture
+async def hosts() -> AsyncIterator[tuple[int, int]]:
+    """Ports of two loopback sites: the first is listed, the second is not."""
+    listed, listed_port = await _site("listed host\n")
+    unlisted, unlisted_port = await _site("unlisted host\n")
+    yield listed_port, unlisted_port
+    await listed.cleanup()
+    await unlisted.cleanup()
+
+
+@pytest.fixture
+async def egress(
+    credential_settings: Settings,
+    hosts: tuple[int, int],
+    nats_client: NatsClient,
+    bus: Bus,
+    redis: Redis,
+    keys: Keys,
+) -> AsyncIterator[Listening]:
+    section = credential_settings.proxy.model_copy(update={"egress_allowlist": [f"127.0.0.1:{hosts[0]}"]})
+    settings = credential_settings.model_copy(update={"proxy": section})
+    async with serving(Runtime(settings, nats_client, bus, redis, keys)) as listening:
+        yield listening
+
+
+@pytest.fixture
+async def grant_token(redis: Redis, keys: Keys, thread_id: str) -> str:
+    store = GrantStore(redis, keys)
+    issued = await store.issue(
+        role=Role.REVIEWER, sandbox_id="s1", thread_id=thread_id, repository=None, ttl=timedelta(hours=1)
+    )
+    return issued.token
+
+
+def _proxy_url(egress: Listening, token: str) -> str:
+    return egress.egress_url.replace("http://", f"http://drydock:{token}@")
+
+
+async def _curl_tunnel(proxy: str, target: str) -> tuple[int, str, str]:
+    """``curl`` through a CONNECT tunnel, as a package manager in the sandbox would go."""
+    process = await asyncio.create_subprocess_exec(
+        "curl", "-sS", "--max-time", "10", "--proxytunnel", "-x", proxy, target,
+        env={"PATH": "/usr/bin:/bin"},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+class TestConnect:
+    async def test_listed_host_is_tunnelled(self, egress: Listening, hosts: tuple[int, int], grant_token: str) -> None:
+        code, out, err = await _curl_tunnel(_proxy_url(egress, grant_token), f"http://127.0.0.1:{hosts[0]}/")
+        assert (code, out) == (0, "listed host\n"), err
+
+    async def test_unlisted_host_is_refused_and_logged_with_the_thread(
+        self, egress: Listening, hosts: tuple[int, int], grant_token: str, thread_id: str
+    ) -> None:
+        with capture_logs() as logs:
+            code, out, err = await _curl_tunnel(_proxy_url(egress, grant_token), f"http://127.0.0.1:{hosts[1]}/")
+        assert code != 0
+        assert "403" in err
+        assert "unlisted host" not in out
+        denials = [entry for entry in logs if entry["event"] == "egress denied"]
+        assert len(denials) == 1
+        assert denials[0]["thread_id"] == thread_id
+        assert denials[0]["port"] == hosts[1]
+
+
+class TestAbsoluteForm:
+    async def test_listed_and_unlisted_hosts(self, egress: Listening, hosts: tuple[int, int], grant_token: str) -> None:
+        async with httpx.AsyncClient(proxy=_proxy_url(egress, grant_token), trust_env=False) as client:
+            allowed = await client.get(f"http://127.0.0.1:{hosts[0]}/")
+            refused = await client.get(f"http://127.0.0.1:{hosts[1]}/")
+        assert (allowed.status_code, allowed.text) == (200, "listed host\n")
+        assert refused.status_code == 403
+        assert f"127.0.0.1:{hosts[1]} is not on the egress allowlist" in refused.text
+
+
+class TestProxyAuthentication:
+    async def test_no_grant_is_407(self, egress: Listening, hosts: tuple[int, int]) -> None:
+        async with httpx.AsyncClient(proxy=egress.egress_url, trust_env=False) as client:
+            response = await client.get(f"http://127.0.0.1:{hosts[0]}/")
+        assert response.status_code == 407
+        assert response.headers["Proxy-Authenticate"].startswith("Basic")
+
+    async def test_revoked_grant_is_407_with_the_reason(
+        self, egress: Listening, hosts: tuple[int, int], grant_token: str, redis: Redis, keys: Keys
+    ) -> None:
+        await GrantStore(redis, keys).revoke(grant_token)
+        async with httpx.AsyncClient(proxy=_proxy_url(egress, grant_token), trust_env=False) as client:
+            response = await client.get(f"http://127.0.0.1:{hosts[0]}/")
+        assert response.status_code == 407
+        assert "credential-proxy grant revoked" in response.text
+
+    async def test_malformed_request_is_400(self, egress: Listening) -> None:
+        host, port = egress.egress_url.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"NONSENSE\r\n\r\n")
+        await writer.drain()
+        status_line = await reader.readline()
+        writer.close()
+        assert status_line.startswith(b"HTTP/1.1 400")

@@ -1,0 +1,134 @@
+"""The ``credential-proxy`` service as its own process, and its health routes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+from cryptography.fernet import Fernet
+from nats.aio.client import Client as NatsClient
+from pydantic import SecretStr
+from redis.asyncio import Redis
+
+from drydock import services
+from drydock.bus import Bus
+from drydock.config import Settings
+from drydock.credentials import GrantStore, SecretCipher, TokenVault, UpstreamToken
+from drydock.infra.embedded import EmbeddedUrls, free_port
+from drydock.infra.redis import Keys
+from drydock.roles import Role
+from drydock.runtime import Runtime
+from services.credential_proxy.server import Listening, serving
+
+
+class TestRegistration:
+    def test_registered_under_its_name(self) -> None:
+        assert services.get("credential-proxy").name == "credential-proxy"
+
+
+@pytest.fixture
+async def process(infra: EmbeddedUrls, crypto_key: str) -> AsyncIterator[tuple[str, str]]:
+    assert infra.nats is not None
+    assert infra.redis is not None
+    port, egress_port = free_port(), free_port()
+    env = {
+        **{name: value for name, value in os.environ.items() if not name.startswith("DRYDOCK_")},
+        "DRYDOCK_NATS_URL": infra.nats,
+        "DRYDOCK_REDIS_URL": infra.redis,
+        "DRYDOCK_CRYPTO_KEYS": f'["{crypto_key}"]',
+        "DRYDOCK_PROXY_PORT": str(port),
+        "DRYDOCK_PROXY_EGRESS_PORT": str(egress_port),
+    }
+    child = await asyncio.create_subprocess_exec(
+        Path(sys.executable).parent / "drydock", "serve", "credential-proxy", env=env, stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        yield f"http://127.0.0.1:{port}", f"http://127.0.0.1:{egress_port}"
+    finally:
+        child.terminate()
+        await child.wait()
+
+
+class TestProcess:
+    async def test_serves_health_readiness_and_metrics(self, process: tuple[str, str]) -> None:
+        url, _ = process
+        async with httpx.AsyncClient(base_url=url, trust_env=False) as client:
+            # A cold interpreter importing the whole library takes seconds on a busy machine.
+            for _ in range(1200):
+                try:
+                    health = await client.get("/healthz")
+                    break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.05)
+            else:
+                pytest.fail("credential-proxy did not start within 60 s")
+            ready = await client.get("/readyz")
+            metrics = await client.get("/metrics")
+        assert health.json() == {"status": "ok"}
+        assert ready.status_code == 200, ready.text
+        assert ready.json()["checks"] == {"nats": "ok", "redis": "ok", "credentials": "ok"}
+        assert "drydock_proxy_requests" in metrics.text
+
+
+@pytest.fixture
+async def keyless(
+    credential_settings: Settings, nats_client: NatsClient, bus: Bus, redis: Redis, keys: Keys
+) -> AsyncIterator[Listening]:
+    settings = credential_settings.model_copy(
+        update={"crypto": credential_settings.crypto.model_copy(update={"keys": []})}
+    )
+    async with serving(Runtime(settings, nats_client, bus, redis, keys)) as listening:
+        yield listening
+
+
+class TestWithoutEncryptionKeys:
+    async def test_starts_but_is_not_ready_and_says_why(self, keyless: Listening) -> None:
+        async with httpx.AsyncClient(base_url=keyless.url, trust_env=False) as client:
+            ready = await client.get("/readyz")
+        assert ready.status_code == 503
+        assert "DRYDOCK_CRYPTO_KEYS" in ready.json()["checks"]["credentials"]
+
+    async def test_git_requests_get_the_reason(
+        self, keyless: Listening, redis: Redis, keys: Keys, thread_id: str
+    ) -> None:
+        issued = await GrantStore(redis, keys).issue(
+            role=Role.CODER, sandbox_id="s1", thread_id=thread_id, repository="acme/widgets", ttl=timedelta(hours=1)
+        )
+        async with httpx.AsyncClient(base_url=keyless.url, trust_env=False) as client:
+            response = await client.get(
+                f"/g/{issued.token}/git/acme/widgets.git/info/refs", params={"service": "git-upload-pack"}
+            )
+        assert response.status_code == 503
+        assert "no upstream credentials available" in response.text
+        assert "DRYDOCK_CRYPTO_KEYS" in response.text
+
+
+class TestKeyRotationAtStart:
+    async def test_tokens_written_under_an_old_key_are_re_encrypted(
+        self,
+        credential_settings: Settings,
+        crypto_key: str,
+        nats_client: NatsClient,
+        bus: Bus,
+        redis: Redis,
+        keys: Keys,
+    ) -> None:
+        await TokenVault(redis, keys, SecretCipher([crypto_key])).put("d1", _upstream("ghs_old_key"))
+        newest = Fernet.generate_key().decode()
+        rotated = credential_settings.crypto.model_copy(update={"keys": [SecretStr(newest), SecretStr(crypto_key)]})
+        settings = credential_settings.model_copy(update={"crypto": rotated})
+        async with serving(Runtime(settings, nats_client, bus, redis, keys)) as listening:
+            await listening.reencryption
+        stored = await TokenVault(redis, keys, SecretCipher([newest])).get("d1")
+        assert stored is not None
+        assert stored.token == "ghs_old_key"
+
+
+def _upstream(token: str) -> UpstreamToken:
+    return UpstreamToken(token=token, expires_at=datetime.now(UTC) + timedelta(hours=1))

@@ -1,0 +1,126 @@
+"""``FakeGitHub``: a test double of GitHub's REST API, served by uvicorn on a free loopback
+port. State lives in memory (:class:`GitHubState`); each area of the API is a router module,
+listed once in :data:`ROUTERS`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import Awaitable, Callable, Iterator
+from types import ModuleType, TracebackType
+from typing import Literal
+
+import uvicorn
+from fastapi import FastAPI, Request, Response
+
+from tests.fakes.github import app_tokens, checks, comments, orgs, reactions, repos
+from tests.fakes.github.errors import GitHubError, render
+from tests.fakes.github.state import App, GitHubState, Installation, SeenRequest
+
+ROUTERS: tuple[ModuleType, ...] = (app_tokens, repos, comments, reactions, checks, orgs)
+"""Every router module of the fake; each exposes ``router``. Add new API areas here."""
+
+
+def create_app(github: GitHubState) -> FastAPI:
+    app = FastAPI(title="Fake GitHub")
+    app.state.github = github
+    app.add_exception_handler(GitHubError, render)
+
+    @app.middleware("http")
+    async def record(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        github.requests.append(SeenRequest(request.method, request.url.path, request.headers.get("authorization")))
+        return await call_next(request)
+
+    for module in ROUTERS:
+        app.include_router(module.router)
+    return app
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class FakeGitHub:
+    """``async with FakeGitHub() as github:`` serves the fake at ``github.base_url`` (the REST
+    API root, as ``https://api.github.com`` or ``https://HOST/api/v3`` would be)."""
+
+    def __init__(self) -> None:
+        self.state = GitHubState()
+        self._socket: socket.socket | None = None
+        self._server: _Server | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def base_url(self) -> str:
+        if self._socket is None:
+            raise RuntimeError("FakeGitHub is not serving; use it as an async context manager")
+        host, port = self._socket.getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    def create_app(self, slug: str = "drydock") -> App:
+        """Register a GitHub App; its ``private_key_pem`` is what Drydock is configured with."""
+        return self.state.create_app(slug)
+
+    def install(
+        self,
+        app: App,
+        account: str,
+        repositories: list[str] | None = None,
+        *,
+        permissions: dict[str, str] | None = None,
+    ) -> Installation:
+        """Install ``app`` on ``account`` for the named repositories, or all of them (``None``)."""
+        return self.state.install(app, account, repositories, permissions=permissions)
+
+    @property
+    def requests(self) -> list[SeenRequest]:
+        """Every request received so far, in order."""
+        return self.state.requests
+
+    def token_allows(self, token: str, full_name: str, *, permission: str = "contents", level: str = "read") -> bool:
+        """Whether ``token`` is a live installation token that reaches ``owner/name`` with
+        ``permission`` at ``level``."""
+        return self.state.token_allows(token, full_name, permission=permission, level=level)
+
+    def git_access(self, token: str, full_name: str) -> Literal["invalid", "none", "read", "write"]:
+        """What git over HTTPS may do with ``token`` on ``owner/name``, as GitHub decides it:
+        the ``authorize`` callback of :class:`tests.fakes.git_server.GitServer`."""
+        issued = self.state.tokens.get(token)
+        if issued is None or issued.expired():
+            return "invalid"
+        if self.token_allows(token, full_name, level="write"):
+            return "write"
+        if self.token_allows(token, full_name, level="read"):
+            return "read"
+        return "none"
+
+    async def __aenter__(self) -> FakeGitHub:
+        # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that name it, and without
+        # it every reused keep-alive connection waits ~40 ms for a delayed ACK.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        self._socket = sock
+        config = uvicorn.Config(create_app(self.state), log_config=None, lifespan="off", access_log=False)
+        self._server = _Server(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        while not self._server.started:
+            if self._task.done():
+                self._task.result()
+                raise RuntimeError("the fake GitHub server stopped before it started")
+            await asyncio.sleep(0.005)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            await self._task
+        if self._socket is not None:
+            self._socket.close()
+        self._server = self._task = None
+        self._socket = None

@@ -1,0 +1,197 @@
+"""The fake GitHub's in-memory state: Apps, their installations, repositories and the
+installation access tokens it has issued."""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+import string
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+INSTALLATION_TOKEN_LIFETIME = timedelta(hours=1)
+"""GitHub's installation access tokens expire one hour after they are created."""
+
+_TOKEN_ALPHABET = string.ascii_letters + string.digits
+
+
+@dataclass
+class App:
+    id: int
+    slug: str
+    private_key: rsa.RSAPrivateKey
+
+    @property
+    def private_key_pem(self) -> str:
+        """The PEM GitHub lets an App owner download (PKCS#1, ``BEGIN RSA PRIVATE KEY``)."""
+        return self.private_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+        ).decode()
+
+
+@dataclass
+class Repository:
+    id: int
+    owner: str
+    name: str
+    private: bool = True
+    default_branch: str = "main"
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+
+@dataclass
+class Installation:
+    id: int
+    app_id: int
+    account: str
+    account_id: int
+    account_type: str
+    repository_selection: str
+    repositories: list[Repository]
+    permissions: dict[str, str]
+    events: list[str] = field(default_factory=lambda: ["issues", "issue_comment", "pull_request", "check_run"])
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+
+@dataclass
+class InstallationToken:
+    token: str
+    installation_id: int
+    expires_at: datetime
+    permissions: dict[str, str]
+    repositories: list[Repository] | None
+    """``None`` when the token covers every repository of the installation."""
+
+    def expired(self, now: datetime | None = None) -> bool:
+        return (now or datetime.now(UTC)) >= self.expires_at
+
+
+_LEVELS = {"read": 1, "write": 2, "admin": 3}
+
+
+def permission_allows(granted: str | None, needed: str) -> bool:
+    """Whether a granted access level (``read``/``write``/``admin``) covers ``needed``."""
+    return granted is not None and _LEVELS.get(granted, 0) >= _LEVELS[needed]
+
+
+@dataclass(frozen=True)
+class SeenRequest:
+    """A request the fake received, for tests to check what reached "GitHub"."""
+
+    method: str
+    path: str
+    authorization: str | None
+
+
+class GitHubState:
+    """Everything the fake knows. Tests arrange it directly; routers read and change it."""
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(1000)
+        self.requests: list[SeenRequest] = []
+        self.apps: dict[int, App] = {}
+        self.installations: dict[int, Installation] = {}
+        self.repositories: dict[str, Repository] = {}
+        self.tokens: dict[str, InstallationToken] = {}
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    def create_app(self, slug: str = "drydock") -> App:
+        """Register an App with a fresh RSA key, as GitHub does when an owner generates one."""
+        app = App(self.next_id(), slug, rsa.generate_private_key(public_exponent=65537, key_size=2048))
+        self.apps[app.id] = app
+        return app
+
+    def repository(self, full_name: str) -> Repository:
+        """The repository ``owner/name``, created on first use."""
+        owner, _, name = full_name.partition("/")
+        if not owner or not name or "/" in name:
+            raise ValueError(f"{full_name!r} is not owner/name")
+        key = full_name.lower()
+        if key not in self.repositories:
+            self.repositories[key] = Repository(self.next_id(), owner, name)
+        return self.repositories[key]
+
+    def install(
+        self,
+        app: App,
+        account: str,
+        repositories: list[str] | None = None,
+        *,
+        permissions: dict[str, str] | None = None,
+        account_type: str = "Organization",
+    ) -> Installation:
+        """Install ``app`` on ``account``: on the named repositories (``selected``) or on all of
+        the account's repositories (``all``, when ``repositories`` is ``None``)."""
+        selection = "all" if repositories is None else "selected"
+        repos = [self.repository(f"{account}/{name}") for name in repositories or []]
+        installation = Installation(
+            id=self.next_id(),
+            app_id=app.id,
+            account=account,
+            account_id=self.next_id(),
+            account_type=account_type,
+            repository_selection=selection,
+            repositories=repos,
+            permissions=permissions
+            or {
+                "contents": "write",
+                "metadata": "read",
+                "pull_requests": "write",
+                "issues": "write",
+                "checks": "write",
+            },
+        )
+        self.installations[installation.id] = installation
+        return installation
+
+    def installation_repositories(self, installation: Installation) -> list[Repository]:
+        if installation.repository_selection == "selected":
+            return list(installation.repositories)
+        return [repo for repo in self.repositories.values() if repo.owner.lower() == installation.account.lower()]
+
+    def installation_for(self, app_id: int, full_name: str) -> Installation | None:
+        """The App's installation that can reach ``owner/name``, if any."""
+        for installation in self.installations.values():
+            if installation.app_id != app_id:
+                continue
+            if any(
+                repo.full_name.lower() == full_name.lower() for repo in self.installation_repositories(installation)
+            ):
+                return installation
+        return None
+
+    def issue_token(
+        self, installation: Installation, permissions: dict[str, str], repositories: list[Repository] | None
+    ) -> InstallationToken:
+        token = InstallationToken(
+            token="ghs_" + "".join(secrets.choice(_TOKEN_ALPHABET) for _ in range(36)),
+            installation_id=installation.id,
+            expires_at=(datetime.now(UTC) + INSTALLATION_TOKEN_LIFETIME).replace(microsecond=0),
+            permissions=permissions,
+            repositories=repositories,
+        )
+        self.tokens[token.token] = token
+        return token
+
+    def token_repositories(self, token: InstallationToken) -> list[Repository]:
+        if token.repositories is not None:
+            return token.repositories
+        return self.installation_repositories(self.installations[token.installation_id])
+
+    def token_allows(self, token: str, full_name: str, *, permission: str, level: str) -> bool:
+        """Whether the installation token ``token`` is live, reaches ``owner/name`` and holds
+        ``permission`` at ``level`` or above; what GitHub checks before serving a request."""
+        issued = self.tokens.get(token)
+        if issued is None or issued.expired():
+            return False
+        if not any(repo.full_name.lower() == full_name.lower() for repo in self.token_repositories(issued)):
+            return False
+        return permission_allows(issued.permissions.get(permission), level)

@@ -1,0 +1,127 @@
+"""When NATS or Redis cannot take a delivery the ingress answers 503 (with Retry-After) so the
+sender retries, forgets its claim, and accepts the retry once the dependency is back. These
+tests run their own servers, which they stop and restart."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from nats.aio.client import Client as NatsClient
+
+from drydock.accounts import AccountsStore, RepositorySettings, TeamDefaults
+from drydock.bus import Bus, connect_nats, provision, topology
+from drydock.bus.streams import INBOX_STREAM
+from drydock.channels.outbound import Outbound
+from drydock.config import Settings
+from drydock.http import create_app
+from drydock.infra.embedded import EmbeddedServer, nats_server, valkey_server
+from drydock.infra.redis import Keys, connect_redis
+from drydock.runtime import Runtime
+from drydock.threads import ids
+from drydock.threads.inbox import Inbox
+from services.ingress.accept import Ingress
+from services.ingress.webhooks import webhook_router
+from tests.fakes import signing
+from tests.fakes.github import webhooks
+from tests.fakes.loopback import LoopbackServer
+from tests.ingress.conftest import GITHUB_SECRET, HOST, ORG, ingress_settings
+
+REPO = "widgets"
+
+
+@contextlib.asynccontextmanager
+async def own_servers() -> AsyncIterator[tuple[EmbeddedServer, EmbeddedServer]]:
+    with tempfile.TemporaryDirectory(prefix="drydock-ingress-outage-") as tmp:
+        nats, valkey = nats_server(Path(tmp) / "nats"), valkey_server(Path(tmp))
+        (Path(tmp) / "nats").mkdir(exist_ok=True)
+        await nats.start()
+        await valkey.start()
+        try:
+            yield nats, valkey
+        finally:
+            await nats.stop()
+            await valkey.stop()
+
+
+@contextlib.asynccontextmanager
+async def ingress_on(
+    settings: Settings, nats: EmbeddedServer, valkey: EmbeddedServer
+) -> AsyncIterator[tuple[httpx.AsyncClient, NatsClient, Bus]]:
+    own = ingress_settings(settings).model_copy(
+        update={
+            "nats": settings.nats.model_copy(update={"url": nats.url}),
+            "redis": settings.redis.model_copy(update={"url": valkey.url}),
+        }
+    )
+    nc = await connect_nats(own.nats, name="ingress-outage-test")
+    redis = await connect_redis(own.redis)
+    bus = Bus(nc, timeout=1.0)
+    await provision(bus.js, topology(own.nats))
+    keys = Keys("outage")
+    accounts = AccountsStore(redis, keys, host=HOST)
+    await accounts.save_team(TeamDefaults(allowed_organizations=(ORG,)))
+    await accounts.save_repository(RepositorySettings(full_name=f"{ORG}/{REPO}"))
+    runtime = Runtime(own, nc, bus, redis, keys)
+    ingress = Ingress(runtime, Outbound({}, {}, []))
+    app = create_app("ingress-outage", runtime, [lambda _: webhook_router(ingress)])
+    try:
+        async with LoopbackServer(app, lifespan=True) as server, httpx.AsyncClient(base_url=server.base_url) as client:
+            yield client, nc, bus
+    finally:
+        await redis.aclose()
+        await nc.close()
+
+
+def mention(number: int) -> signing.SignedRequest:
+    payload = webhooks.issue_comment(ORG, REPO, number, "@drydock please fix")
+    return signing.github(GITHUB_SECRET, "issue_comment", payload)
+
+
+async def send(client: httpx.AsyncClient, request: signing.SignedRequest) -> httpx.Response:
+    return await client.post(request.path, content=request.body, headers=request.headers)
+
+
+@pytest.mark.timeout(60)
+class TestUnavailable:
+    async def test_nats_down_answers_503_and_the_retry_succeeds_once_it_is_back(self, settings: Settings) -> None:
+        async with own_servers() as (nats, valkey), ingress_on(settings, nats, valkey) as (client, nc, bus):
+            request = mention(1)
+            await nats.stop()
+            response = await send(client, request)
+            assert response.status_code == 503
+            assert response.headers["retry-after"] == "5"
+            assert "message bus" in response.json()["error"]
+            await nats.start()
+            for _ in range(100):
+                if nc.is_connected:
+                    break
+                await asyncio.sleep(0.05)
+            retried = await send(client, request)
+            assert retried.status_code == 200, retried.text
+            thread_id = ids.github_issue(HOST, ORG, REPO, 1)
+            assert len(await Inbox(bus).read_after(thread_id)) == 1
+
+    async def test_an_unacknowledged_publish_answers_503_and_releases_the_claim(self, settings: Settings) -> None:
+        async with own_servers() as (nats, valkey), ingress_on(settings, nats, valkey) as (client, _, bus):
+            await bus.js.delete_stream(INBOX_STREAM)
+            request = mention(2)
+            response = await send(client, request)
+            assert response.status_code == 503
+            await provision(bus.js, topology(settings.nats))
+            retried = await send(client, request)
+            assert retried.status_code == 200, retried.text
+            assert retried.json()["status"] == "accepted"
+
+    async def test_redis_down_answers_503(self, settings: Settings) -> None:
+        async with own_servers() as (nats, valkey), ingress_on(settings, nats, valkey) as (client, _, bus):
+            await valkey.stop()
+            response = await send(client, mention(3))
+            assert response.status_code == 503
+            assert "store" in response.json()["error"]
+            assert await Inbox(bus).read_after(ids.github_issue(HOST, ORG, REPO, 3)) == []

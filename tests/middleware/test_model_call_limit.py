@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
+from langgraph_checkpoint_plainredis import AsyncRedisSaver
+
+from drydock.middleware.model_call_limit import ModelCallLimit
+from drydock.middleware.outcome import StopReason, stop_reason
+from tests.fakes.openai_server import Script, ScriptedModelServer
+from tests.middleware.conftest import chat_model, run_config
+
+
+@tool
+async def execute(command: str) -> str:
+    """Run a shell command."""
+    return "ok"
+
+
+class TestModelCallLimit:
+    async def test_the_run_ends_gracefully_at_the_limit(self) -> None:
+        script = Script().tool_call("execute", command="a").tool_call("execute", command="b").reply("never asked")
+        async with ScriptedModelServer(script) as server:
+            agent = create_agent(chat_model(server), [execute], middleware=[ModelCallLimit(2)])
+            result = await agent.ainvoke({"messages": [HumanMessage("work")]})
+
+        assert len(server.requests) == 2
+        assert script.remaining == 1
+        assert stop_reason(result["messages"]) is StopReason.STEP_LIMIT
+        last = result["messages"][-1]
+        assert isinstance(last, AIMessage)
+        assert "step limit" in last.text
+
+    async def test_a_run_below_the_limit_is_untouched(self) -> None:
+        script = Script().tool_call("execute", command="a").reply("done")
+        async with ScriptedModelServer(script) as server:
+            agent = create_agent(chat_model(server), [execute], middleware=[ModelCallLimit(2)])
+            result = await agent.ainvoke({"messages": [HumanMessage("work")]})
+
+        assert result["messages"][-1].text == "done"
+        assert stop_reason(result["messages"]) is None
+
+    async def test_each_run_of_a_thread_gets_the_whole_budget(
+        self, checkpointer: AsyncRedisSaver, thread_id: str
+    ) -> None:
+        script = (
+            Script()
+            .tool_call("execute", command="a")
+            .tool_call("execute", command="b")
+            .tool_call("execute", command="c")
+            .reply("finished")
+        )
+        async with ScriptedModelServer(script) as server:
+            agent = create_agent(
+                chat_model(server), [execute], middleware=[ModelCallLimit(2)], checkpointer=checkpointer
+            )
+            first = await agent.ainvoke({"messages": [HumanMessage("work")]}, run_config(thread_id))
+            second = await agent.ainvoke({"messages": [HumanMessage("go on")]}, run_config(thread_id))
+
+        assert stop_reason(first["messages"]) is StopReason.STEP_LIMIT
+        assert second["messages"][-1].text == "finished"
+        assert len(server.requests) == 4
+
+    def test_a_limit_below_one_is_rejected(self) -> None:
+        with pytest.raises(ValueError, match="at least 1"):
+            ModelCallLimit(0)

@@ -1,0 +1,150 @@
+"""The middleware order is encoded once (``drydock.middleware.stack``) and pinned here against
+its documentation (the numbered list in the module docstring, which follows DESIGN.md
+section 6) and against the lists the builders return."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+
+from deepagents import create_deep_agent
+from deepagents.backends import FilesystemBackend
+from langchain_core.messages import ToolMessage
+from langgraph_checkpoint_plainredis import AsyncRedisSaver
+from redis.asyncio import Redis
+
+from drydock.bus import Author, Bus, Channel, InboxMessage, ReplyAddress
+from drydock.channels.run_status import RunStatus
+from drydock.infra.redis import Keys
+from drydock.middleware import stack
+from drydock.middleware.scoped_instructions import BackendInstructionFiles
+from drydock.middleware.stack import CODER_ORDER, REVIEWER_ORDER, coder_middleware, reviewer_middleware
+from drydock.sandbox.failures import SandboxFailures
+from drydock.threads import Inbox, StoredMessage
+from tests.fakes.openai_server import Script, ScriptedModelServer
+from tests.middleware.conftest import RecordingNotifier, RecordingStatus, chat_model, run_config
+
+DOCUMENTED = [
+    "sanitize and normalize tool inputs",
+    "limit model calls, ending gracefully at the limit",
+    "turn tool exceptions into tool messages",
+    "append ancestor AGENTS.md files to file reads, once per run",
+    "inject queued inbox messages before the next model call",
+    "update external status indicators at model-call boundaries",
+    "replace an empty model reply with a continue or confirm-completion call",
+    "notify the source channel when the step limit is reached",
+    "trip a circuit breaker after repeated sandbox failures",
+    "the fallback model, only when one distinct from the primary is configured",
+    "strip malformed reasoning blocks immediately before the provider call",
+]
+"""DESIGN.md section 6, items 1-11, as the stack's docstring words them."""
+
+REVIEWER_LEAVES_OUT = {4, 5, 9, 10}
+"""Scoped instruction files, inbox injection, sandbox recovery, fallback model."""
+
+
+def _docstring_list() -> list[tuple[int, str, str]]:
+    pattern = re.compile(r"^(\d+)\. ``(\w+)``: (.+)$")
+    return [
+        (int(m.group(1)), m.group(2), m.group(3))
+        for line in (stack.__doc__ or "").splitlines()
+        if (m := pattern.match(line.strip()))
+    ]
+
+
+class _Nothing:
+    async def read_after(self, thread_id: str, cursor: int = 0, *, limit: int | None = None) -> list[StoredMessage]:
+        return []
+
+
+class _NoFailures:
+    async def count(self, thread_id: str) -> int:
+        return 0
+
+    async def record(self, thread_id: str) -> int:
+        return 1
+
+    async def reset(self, thread_id: str) -> None:
+        return None
+
+
+class TestOrder:
+    def test_the_docstring_documents_the_design_order(self) -> None:
+        documented = _docstring_list()
+        assert [number for number, _, _ in documented] == list(range(1, 12))
+        assert [text for _, _, text in documented] == DOCUMENTED
+        assert tuple(name for _, name, _ in documented) == CODER_ORDER
+
+    async def test_the_coder_list_is_built_in_the_documented_order(self) -> None:
+        async with ScriptedModelServer() as server:
+            built = coder_middleware(
+                thread_id="t",
+                inbox=_Nothing(),
+                sandbox_failures=_NoFailures(),
+                fallback=chat_model(server, "gpt-5-mini"),
+            )
+        assert tuple(m.name for m in built) == CODER_ORDER
+
+    def test_without_a_fallback_model_only_the_fallback_is_left_out(self) -> None:
+        built = coder_middleware(thread_id="t", inbox=_Nothing(), sandbox_failures=_NoFailures())
+        assert tuple(m.name for m in built) == tuple(n for n in CODER_ORDER if n != "ModelFallbackMiddleware")
+
+    def test_the_reviewer_list_leaves_out_what_the_design_says(self) -> None:
+        expected = tuple(name for number, name, _ in _docstring_list() if number not in REVIEWER_LEAVES_OUT)
+        assert expected == REVIEWER_ORDER
+        assert tuple(m.name for m in reviewer_middleware(thread_id="t")) == REVIEWER_ORDER
+
+
+class TestCoderStack:
+    async def test_the_whole_stack_runs_in_a_deep_agent(
+        self, tmp_path: Path, bus: Bus, redis: Redis, keys: Keys, checkpointer: AsyncRedisSaver, thread_id: str
+    ) -> None:
+        (tmp_path / "repo/app").mkdir(parents=True)
+        (tmp_path / "repo/app/AGENTS.md").write_text("App rule: keep handlers small.")
+        (tmp_path / "repo/app/main.py").write_text("def handler(): ...\n")
+        backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
+        inbox = Inbox(bus)
+        await inbox.append(
+            InboxMessage(
+                delivery_id=str(uuid.uuid4()),
+                thread_id=thread_id,
+                channel=Channel.SLACK,
+                author=Author(channel=Channel.SLACK, external_id="U1", name="carol"),
+                text="tidy up app/main.py",
+                reply_to=ReplyAddress(channel=Channel.SLACK, address={"channel": "C1", "thread_ts": "1.0"}),
+            )
+        )
+        status, notifier = RecordingStatus(), RecordingNotifier()
+        script = (
+            Script()
+            .tool_call("read_file", file_path="/repo/app/main.py")
+            .tool_call_raw("write_file", '{"file_path": "/repo/app/main.py", "content": ')
+            .empty()
+            .reply("Tidied up and replied in Slack.")
+        )
+        async with ScriptedModelServer(script) as server:
+            middleware = coder_middleware(
+                thread_id=thread_id,
+                inbox=inbox,
+                sandbox_failures=SandboxFailures(redis, keys),
+                status=status,
+                notifier=notifier,
+                instructions=BackendInstructionFiles(backend),
+                repository_root="/repo",
+            )
+            agent = create_deep_agent(
+                chat_model(server), [], backend=backend, middleware=middleware, checkpointer=checkpointer
+            )
+            result = await agent.ainvoke({"messages": []}, run_config(thread_id))
+
+        assert "carol wrote on slack" in server.requests[0].texts("user")[0]
+        answers = {m.name: m for m in result["messages"] if isinstance(m, ToolMessage)}
+        assert "App rule: keep handlers small." in answers["read_file"].text
+        assert answers["write_file"].status == "error"
+        assert "confirm_completion" in answers
+        assert result["messages"][-1].text == "Tidied up and replied in Slack."
+        assert status.shown == [RunStatus.WORKING, RunStatus.FINISHED]
+        assert notifier.notices == []
+        assert result["inbox_cursor"] > 0
+        assert len(server.requests) == 4

@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.types import interrupt
+from langgraph_checkpoint_plainredis import AsyncRedisSaver
+
+from drydock.middleware.tool_errors import ToolErrorsAsMessages
+from tests.fakes.openai_server import Script, ScriptedModelServer
+from tests.middleware.conftest import chat_model, run_config
+
+
+@tool
+async def write_report(path: str) -> str:
+    """Write the report."""
+    raise OSError(28, "No space left on device")
+
+
+@tool
+async def ask_a_human(question: str) -> str:
+    """Ask a person and wait for the answer."""
+    return str(interrupt(question))
+
+
+class TestToolErrorsAsMessages:
+    async def test_an_exception_becomes_an_error_message_and_the_run_goes_on(self) -> None:
+        script = Script().tool_call("write_report", path="/tmp/r").reply("I could not write it: the disk is full")
+        async with ScriptedModelServer(script) as server:
+            agent = create_agent(chat_model(server), [write_report], middleware=[ToolErrorsAsMessages("t")])
+            result = await agent.ainvoke({"messages": [HumanMessage("write the report")]})
+
+        answer = next(m for m in result["messages"] if isinstance(m, ToolMessage))
+        assert answer.status == "error"
+        assert "write_report" in answer.text
+        assert "OSError" in answer.text
+        assert "No space left on device" in answer.text
+        assert any("No space left on device" in text for text in server.requests[1].texts("tool"))
+        assert result["messages"][-1].text == "I could not write it: the disk is full"
+
+    async def test_without_it_the_exception_ends_the_run(self) -> None:
+        script = Script().tool_call("write_report", path="/tmp/r").reply("unreachable")
+        async with ScriptedModelServer(script) as server:
+            agent = create_agent(chat_model(server), [write_report])
+            with pytest.raises(OSError, match="No space left"):
+                await agent.ainvoke({"messages": [HumanMessage("write the report")]})
+
+    async def test_an_interrupt_is_not_an_error(self, checkpointer: AsyncRedisSaver, thread_id: str) -> None:
+        script = Script().tool_call("ask_a_human", question="which branch?").reply("done")
+        async with ScriptedModelServer(script) as server:
+            agent = create_agent(
+                chat_model(server), [ask_a_human], middleware=[ToolErrorsAsMessages("t")], checkpointer=checkpointer
+            )
+            result = await agent.ainvoke({"messages": [HumanMessage("ask")]}, run_config(thread_id))
+
+        assert result["__interrupt__"][0].value == "which branch?"
+        assert not any(isinstance(m, ToolMessage) for m in result["messages"])

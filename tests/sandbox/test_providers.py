@@ -1,0 +1,86 @@
+"""The provider factory map, the sandbox settings, and wiring a manager from a runtime."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from datetime import timedelta
+
+import pytest
+from nats.aio.client import Client as NatsClient
+from redis.asyncio import Redis
+
+from drydock.bus import Bus
+from drydock.config import ConfigError, SandboxSettings, Settings, load_settings
+from drydock.infra.redis import Keys
+from drydock.runtime import Runtime
+from drydock.sandbox.credentials import NoProxy
+from drydock.sandbox.errors import UnknownProvider
+from drydock.sandbox.lifecycle import SandboxManager
+from drydock.sandbox.providers import PROVIDERS, create_provider
+from drydock.sandbox.providers.local import LocalProvider
+from drydock.sandbox.records import SandboxRecords
+
+
+def test_the_factory_map_builds_the_configured_provider(
+    records: SandboxRecords, sandbox_settings: SandboxSettings
+) -> None:
+    assert "local" in PROVIDERS
+    provider = create_provider(Settings(sandbox=sandbox_settings), records)
+    assert isinstance(provider, LocalProvider)
+    assert provider.name == "local"
+
+
+def test_an_unknown_provider_is_named_in_the_error(records: SandboxRecords) -> None:
+    with pytest.raises(UnknownProvider, match=r"'docker'.*DRYDOCK_SANDBOX_PROVIDER.*local"):
+        create_provider(Settings(sandbox=SandboxSettings(provider="docker")), records)
+
+
+def test_sandbox_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DRYDOCK_SANDBOX_IDLE_TTL", "90")
+    monkeypatch.setenv("DRYDOCK_SANDBOX_LOCAL_ENVIRONMENT", '{"PATH": "/bin"}')
+    monkeypatch.setenv("DRYDOCK_SANDBOX_GIT_USER_NAME", "Review Bot")
+    sandbox = load_settings().sandbox
+    assert sandbox.idle_ttl == timedelta(seconds=90)
+    assert sandbox.local_environment == {"PATH": "/bin"}
+    assert sandbox.git_user_name == "Review Bot"
+
+
+def test_inconsistent_sandbox_settings_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DRYDOCK_SANDBOX_EXEC_TIMEOUT", "7200")
+    with pytest.raises(ConfigError, match="exec_timeout must not exceed max_exec_timeout"):
+        load_settings()
+    monkeypatch.delenv("DRYDOCK_SANDBOX_EXEC_TIMEOUT")
+    monkeypatch.setenv("DRYDOCK_SANDBOX_GIT_USER_EMAIL", "not an address")
+    with pytest.raises(ConfigError, match="DRYDOCK_SANDBOX_GIT_USER_EMAIL"):
+        load_settings()
+
+
+async def test_a_manager_is_wired_from_a_runtime_and_reaps_in_the_background(
+    settings: Settings,
+    nats_client: NatsClient,
+    bus: Bus,
+    redis: Redis,
+    keys: Keys,
+    sandbox_settings: SandboxSettings,
+    coder_thread: str,
+    local_provider: LocalProvider,
+) -> None:
+    runtime = Runtime(settings.model_copy(update={"sandbox": sandbox_settings}), nats_client, bus, redis, keys)
+    manager = SandboxManager.from_runtime(runtime, credentials=NoProxy())
+    assert isinstance(manager.provider, LocalProvider)
+    backend = await manager.ensure_sandbox(coder_thread)
+    await manager.records.touch(backend.id, at=time.time() - sandbox_settings.idle_ttl.total_seconds() - 1)
+    reaper = asyncio.create_task(manager.reap_forever(0.05))
+    try:
+        for _ in range(200):
+            if await manager.records.get(backend.id) is None:
+                break
+            await asyncio.sleep(0.02)
+        assert await manager.records.get(backend.id) is None
+    finally:
+        reaper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reaper
+        await manager.aclose()
