@@ -84,10 +84,12 @@ def bubblewrap_argv(
     if not share_network:
         argv.append("--unshare-net")
     argv += ["--new-session", "--hostname", "sandbox", *_system_mounts()]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    argv += ["--bind", str(workspace), WORKSPACE, "--bind", str(home), HOME, "--bind", str(tmp), TMP]
+    # After the sandbox's own /tmp and home: a checkout or virtualenv under /tmp (as in a CI
+    # clone) would otherwise be hidden by them and the daemon's Python would not start.
     for path in sorted({str(Path(p)) for p in readonly}):
         if not path.startswith("/usr/"):
             argv += ["--ro-bind", path, path]
-    argv += ["--proc", "/proc", "--dev", "/dev"]
-    argv += ["--bind", str(workspace), WORKSPACE, "--bind", str(home), HOME, "--bind", str(tmp), TMP]
     argv += ["--chdir", WORKSPACE, "--"]
     return argv
