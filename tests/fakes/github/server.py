@@ -4,19 +4,16 @@ listed once in :data:`ROUTERS`."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import socket
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from types import ModuleType, TracebackType
 from typing import Literal
 
-import uvicorn
 from fastapi import FastAPI, Request, Response
 
 from tests.fakes.github import app_tokens, checks, comments, orgs, reactions, repos
 from tests.fakes.github.errors import GitHubError, render
 from tests.fakes.github.state import App, GitHubState, Installation, SeenRequest
+from tests.fakes.loopback import LoopbackServer
 
 ROUTERS: tuple[ModuleType, ...] = (app_tokens, repos, comments, reactions, checks, orgs)
 """Every router module of the fake; each exposes ``router``. Add new API areas here."""
@@ -37,28 +34,19 @@ def create_app(github: GitHubState) -> FastAPI:
     return app
 
 
-class _Server(uvicorn.Server):
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 class FakeGitHub:
     """``async with FakeGitHub() as github:`` serves the fake at ``github.base_url`` (the REST
     API root, as ``https://api.github.com`` or ``https://HOST/api/v3`` would be)."""
 
     def __init__(self) -> None:
         self.state = GitHubState()
-        self._socket: socket.socket | None = None
-        self._server: _Server | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._server: LoopbackServer | None = None
 
     @property
     def base_url(self) -> str:
-        if self._socket is None:
+        if self._server is None:
             raise RuntimeError("FakeGitHub is not serving; use it as an async context manager")
-        host, port = self._socket.getsockname()[:2]
-        return f"http://{host}:{port}"
+        return self._server.base_url
 
     def create_app(self, slug: str = "drydock") -> App:
         """Register a GitHub App; its ``private_key_pem`` is what Drydock is configured with."""
@@ -98,29 +86,13 @@ class FakeGitHub:
         return "none"
 
     async def __aenter__(self) -> FakeGitHub:
-        # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that name it, and without
-        # it every reused keep-alive connection waits ~40 ms for a delayed ACK.
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self._socket = sock
-        config = uvicorn.Config(create_app(self.state), log_config=None, lifespan="off", access_log=False)
-        self._server = _Server(config)
-        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
-        while not self._server.started:
-            if self._task.done():
-                self._task.result()
-                raise RuntimeError("the fake GitHub server stopped before it started")
-            await asyncio.sleep(0.005)
+        self._server = LoopbackServer(create_app(self.state))
+        await self._server.__aenter__()
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._server is not None and self._task is not None:
-            self._server.should_exit = True
-            await self._task
-        if self._socket is not None:
-            self._socket.close()
-        self._server = self._task = None
-        self._socket = None
+        server, self._server = self._server, None
+        if server is not None:
+            await server.__aexit__(exc_type, exc, tb)
