@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import AsyncIterator
 
@@ -56,3 +57,12 @@ def keys() -> Keys:
 @pytest.fixture
 def thread_id() -> str:
     return str(uuid.uuid4())
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """The environment without any ``DRYDOCK_`` variable; set what a test needs on it."""
+    for name in list(os.environ):
+        if name.startswith("DRYDOCK_"):
+            monkeypatch.delenv(name)
+    return monkeypatch

@@ -10,14 +10,6 @@ import pytest
 from drydock.config import ConfigError, Environment, LogFormat, load_settings
 
 
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    for name in list(os.environ):
-        if name.startswith("DRYDOCK_"):
-            monkeypatch.delenv(name)
-    return monkeypatch
-
-
 class TestLoadSettings:
     def test_defaults(self, env: pytest.MonkeyPatch) -> None:
         settings = load_settings()

@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from drydock.config import ConfigError, Settings, load_settings
 from drydock.sandbox.providers import PROVIDERS, create_provider
 from drydock.sandbox.providers.kubernetes import KubernetesProvider
 from drydock.sandbox.records import SandboxRecords
-
-
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    for name in list(os.environ):
-        if name.startswith("DRYDOCK_"):
-            monkeypatch.delenv(name)
-    return monkeypatch
 
 
 class TestVariables:
