@@ -48,3 +48,18 @@ def app_jwt(app_id: int, key: rsa.RSAPrivateKey, *, now: float | None = None) ->
     )
     signature = key.sign(f"{header}.{claims}".encode(), padding.PKCS1v15(), hashes.SHA256())
     return f"{header}.{claims}.{_segment(signature)}"
+
+
+class AppBearer:
+    """The ``Authorization`` value an App sends as itself, re-signed a minute before it expires."""
+
+    def __init__(self, app_id: int, private_key_pem: str) -> None:
+        self.app_id = app_id
+        self._key = load_app_key(private_key_pem)
+        self._jwt: tuple[str, float] | None = None
+
+    def header(self) -> str:
+        now = time.time()
+        if self._jwt is None or self._jwt[1] - now < BACKDATE:
+            self._jwt = (app_jwt(self.app_id, self._key, now=now), now + LIFETIME)
+        return f"Bearer {self._jwt[0]}"

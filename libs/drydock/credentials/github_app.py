@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import functools
 import ssl
-import time
 from datetime import datetime
 from typing import Any
 
 import httpx
 
 from drydock.config import GithubSettings
-from drydock.credentials.app_jwt import LIFETIME, app_jwt, load_app_key
+from drydock.credentials.app_jwt import AppBearer
 from drydock.credentials.upstream_token import UpstreamToken
 from drydock.sandbox.credentials import GrantError
 
@@ -41,8 +40,7 @@ class GitHubAppTokens:
     """Mints installation tokens for one GitHub App over the REST API at ``api_url``."""
 
     def __init__(self, *, app_id: int, private_key: str, api_url: str, timeout: float = 10.0) -> None:
-        self._app_id = app_id
-        self._key = load_app_key(private_key)
+        self._app = AppBearer(app_id, private_key)
         self._api_url = api_url.rstrip("/")
         self._http = httpx.AsyncClient(
             base_url=self._api_url,
@@ -50,7 +48,6 @@ class GitHubAppTokens:
             verify=_tls(),
             headers={"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION},
         )
-        self._jwt: tuple[str, float] | None = None
         self._installations: dict[str, tuple[int, dict[str, str]]] = {}
 
     @classmethod
@@ -66,15 +63,9 @@ class GitHubAppTokens:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    def _bearer(self) -> str:
-        now = time.time()
-        if self._jwt is None or self._jwt[1] - now < 60:
-            self._jwt = (app_jwt(self._app_id, self._key, now=now), now + LIFETIME)
-        return f"Bearer {self._jwt[0]}"
-
     async def _call(self, method: str, path: str, json: dict[str, Any] | None = None) -> httpx.Response:
         try:
-            return await self._http.request(method, path, json=json, headers={"Authorization": self._bearer()})
+            return await self._http.request(method, path, json=json, headers={"Authorization": self._app.header()})
         except httpx.HTTPError as error:
             raise TokenMintError(f"cannot reach GitHub at {self._api_url}: {error or type(error).__name__}") from None
 
@@ -85,7 +76,7 @@ class GitHubAppTokens:
             return cached
         response = await self._call("GET", f"/repos/{repository}/installation")
         if response.status_code == 404:
-            raise TokenMintError(f"the GitHub App {self._app_id} is not installed on {repository}")
+            raise TokenMintError(f"the GitHub App {self._app.app_id} is not installed on {repository}")
         body = _json_or_fail(response, f"looking up the App's installation on {repository}")
         found = (int(body["id"]), dict(body.get("permissions") or {}))
         self._installations[repository.lower()] = found

@@ -20,7 +20,7 @@ import httpx
 
 from drydock.channels.errors import ChannelNotConfigured, OutboundFailed
 from drydock.config import GithubSettings
-from drydock.credentials.app_jwt import LIFETIME, app_jwt, load_app_key
+from drydock.credentials.app_jwt import AppBearer
 
 API_VERSION = "2022-11-28"
 USER_AGENT = "drydock"
@@ -33,8 +33,7 @@ class GithubClient:
     def __init__(self, settings: GithubSettings, *, transport: httpx.AsyncBaseTransport | None = None) -> None:
         if settings.app_id is None or settings.private_key is None:
             raise ChannelNotConfigured("GitHub App not configured: set DRYDOCK_GITHUB_APP_ID and _PRIVATE_KEY")
-        self._app_id = settings.app_id
-        self._key = load_app_key(settings.private_key.get_secret_value())
+        self._app = AppBearer(settings.app_id, settings.private_key.get_secret_value())
         self._margin = settings.token_refresh_margin.total_seconds()
         self._api_url = settings.api_url.rstrip("/")
         self._http = httpx.AsyncClient(
@@ -47,7 +46,6 @@ class GithubClient:
                 "User-Agent": USER_AGENT,
             },
         )
-        self._jwt: tuple[str, float] | None = None
         self._tokens: dict[int, tuple[str, float]] = {}
         self._minting: dict[int, asyncio.Lock] = {}
         self._installations: dict[str, int] = {}
@@ -58,12 +56,6 @@ class GithubClient:
 
     # Authentication
 
-    def _app_bearer(self) -> str:
-        now = time.time()
-        if self._jwt is None or self._jwt[1] - now < 60:
-            self._jwt = (app_jwt(self._app_id, self._key, now=now), now + LIFETIME)
-        return f"Bearer {self._jwt[0]}"
-
     async def _send(self, method: str, path: str, authorization: str, json: Any = None) -> httpx.Response:
         try:
             return await self._http.request(method, path, json=json, headers={"Authorization": authorization})
@@ -71,7 +63,7 @@ class GithubClient:
             raise OutboundFailed(f"GitHub at {self._api_url} unreachable: {error or type(error).__name__}") from None
 
     async def _as_app(self, method: str, path: str, json: Any = None) -> httpx.Response:
-        return await self._send(method, path, self._app_bearer(), json)
+        return await self._send(method, path, self._app.header(), json)
 
     async def installation_token(self, installation_id: int) -> str:
         """A cached installation token, minted anew shortly before the old one expires."""
