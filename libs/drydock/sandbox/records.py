@@ -14,6 +14,7 @@ from typing import Any, cast
 from redis.asyncio import Redis
 
 from drydock.infra.redis import Keys
+from drydock.sandbox.errors import SandboxNotFound
 from drydock.sandbox.handle import SandboxHandle
 
 
@@ -41,6 +42,18 @@ class SandboxRecords:
     async def get(self, sandbox_id: str) -> SandboxHandle | None:
         record = cast(dict[str, str], await self._redis.hgetall(self._keys.sandbox(sandbox_id)))
         return SandboxHandle.from_record(record) if record else None
+
+    async def require(self, sandbox_id: str, *, provider: str, label: str, value: str, place: str) -> SandboxHandle:
+        """The record of a sandbox of ``provider`` whose ``label`` is ``value`` (its host or
+        namespace, named ``place`` in the error); :class:`SandboxNotFound` otherwise."""
+        handle = await self.get(sandbox_id)
+        if handle is None:
+            raise SandboxNotFound(sandbox_id, "no record")
+        if handle.provider != provider:
+            raise SandboxNotFound(sandbox_id, f"it belongs to the {handle.provider} provider")
+        if handle.labels.get(label) != value:
+            raise SandboxNotFound(sandbox_id, f"it runs {place} {handle.labels.get(label)}")
+        return handle
 
     async def remove(self, sandbox_id: str) -> None:
         await self._redis.zrem(self._keys.sandboxes(), sandbox_id)

@@ -207,13 +207,9 @@ class LocalProvider:
                 await asyncio.sleep(0.01)
 
     async def connect(self, sandbox_id: str) -> SandboxHandle:
-        handle = await self._records.get(sandbox_id)
-        if handle is None:
-            raise SandboxNotFound(sandbox_id, "no record")
-        if handle.provider != self.name:
-            raise SandboxNotFound(sandbox_id, f"it belongs to the {handle.provider} provider")
-        if handle.labels.get(HOST_LABEL) != self._host:
-            raise SandboxNotFound(sandbox_id, f"it runs on host {handle.labels.get(HOST_LABEL)}")
+        handle = await self._records.require(
+            sandbox_id, provider=self.name, label=HOST_LABEL, value=self._host, place="on host"
+        )
         if not is_running(int(handle.labels[PID_LABEL]), handle.labels[DIRECTORY_LABEL]):
             raise SandboxNotFound(sandbox_id, "its daemon process is gone")
         return handle

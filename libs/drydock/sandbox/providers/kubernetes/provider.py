@@ -211,13 +211,9 @@ class KubernetesProvider:
         return True
 
     async def connect(self, sandbox_id: str) -> SandboxHandle:
-        handle = await self._records.get(sandbox_id)
-        if handle is None:
-            raise SandboxNotFound(sandbox_id, "no record")
-        if handle.provider != self.name:
-            raise SandboxNotFound(sandbox_id, f"it belongs to the {handle.provider} provider")
-        if handle.labels.get(NAMESPACE_LABEL) != self._k8s.namespace:
-            raise SandboxNotFound(sandbox_id, f"it runs in namespace {handle.labels.get(NAMESPACE_LABEL)}")
+        handle = await self._records.require(
+            sandbox_id, provider=self.name, label=NAMESPACE_LABEL, value=self._k8s.namespace, place="in namespace"
+        )
         core = await self._core()
         try:
             pod = await core.read_namespaced_pod(sandbox_id, self._k8s.namespace)
