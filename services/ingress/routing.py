@@ -28,11 +28,11 @@ from drydock.channels.intents import (
 from drydock.channels.text import mentions, repository_in
 from drydock.roles import Role
 from drydock.threads import ids
+from drydock.threads.fields import new_thread_fields
 from drydock.threads.pr_records import branch_short_id
 from services.ingress import resolve_thread
 from services.ingress.authorize import Authorizer
 from services.ingress.lookup import Lookup, LookupBatch
-from services.ingress.thread_fields import new_thread_fields
 
 ASK_FOR_REPOSITORY = (
     "Which repository should I work in? Mention me again with `repo:owner/name`, "
@@ -176,7 +176,7 @@ class Routing:
                 return Skip(f"the coder is not enabled on {repository}")
             return Reply(intent.reply_to, not_enabled(repository))
         new = message(settings.full_name)
-        return Route(Role.CODER, new, create=new_thread_fields(new), acknowledge=True)
+        return Route(Role.CODER, new, create=new_thread_fields(new, created_by="ingress"), acknowledge=True)
 
     async def _review(self, intent: ReviewRequest, lookup: Lookup) -> Decision:
         conversation = intent.conversation
@@ -202,7 +202,7 @@ class Routing:
             reply_to=intent.reply_to,
             trigger=Trigger.REVIEW_REQUEST,
         )
-        return Route(Role.REVIEWER, message, create=new_thread_fields(message))
+        return Route(Role.REVIEWER, message, create=new_thread_fields(message, created_by="ingress"))
 
     def _push(self, intent: BranchPush, lookup: Lookup) -> Decision:
         if intent.sender.bot:

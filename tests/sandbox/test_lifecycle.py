@@ -26,8 +26,9 @@ from drydock.sandbox.handle import SandboxHandle
 from drydock.sandbox.lifecycle import SandboxManager, SandboxSetupFailed, SnapshotRestorer
 from drydock.sandbox.providers.local import LocalProvider
 from drydock.sandbox.records import SandboxRecords
-from drydock.sandbox.sentinel import SANDBOX_ID, CreationSentinel
+from drydock.sandbox.sentinel import CreationSentinel
 from drydock.sandbox.snapshots import SnapshotStore
+from drydock.threads.fields import SANDBOX_ID
 from drydock.threads.metadata import ThreadMetadataStore, ThreadNotFound
 from tests.sandbox.grants import GrantLedger
 

@@ -52,12 +52,12 @@ from drydock.sandbox.provider import SandboxProvider
 from drydock.sandbox.providers import create_provider
 from drydock.sandbox.reaper import ReapReport, reap
 from drydock.sandbox.records import SandboxRecords
-from drydock.sandbox.sentinel import SANDBOX_ID, CreationSentinel, CreatorHeartbeat
-from drydock.threads.metadata import KIND, ThreadMetadataStore, ThreadNotFound
+from drydock.sandbox.sentinel import CreationSentinel, CreatorHeartbeat
+from drydock.threads.fields import KIND, REPOSITORY, SANDBOX_ID
+from drydock.threads.metadata import ThreadMetadataStore, ThreadNotFound
 
 log = structlog.get_logger(__name__)
 
-REPOSITORY = "repository"
 """The thread metadata field naming the thread's repository (``owner/name``), if any."""
 
 _WAIT_INTERVAL = 0.05

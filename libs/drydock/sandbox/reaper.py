@@ -18,7 +18,7 @@ import structlog
 from drydock.config import SandboxSettings
 from drydock.sandbox.provider import SandboxProvider
 from drydock.sandbox.records import SandboxRecords
-from drydock.sandbox.sentinel import SANDBOX_ID
+from drydock.threads.fields import SANDBOX_ID
 from drydock.threads.metadata import ThreadMetadataStore, ThreadNotFound
 
 log = structlog.get_logger(__name__)

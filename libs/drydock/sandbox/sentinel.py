@@ -22,8 +22,6 @@ from redis.asyncio import Redis
 
 from drydock.infra.redis import Keys
 
-SANDBOX_ID = "sandbox_id"
-"""The thread metadata field naming the thread's sandbox, or holding the creation sentinel."""
 PREFIX = "creating:"
 
 

@@ -17,8 +17,7 @@ from redis.exceptions import WatchError
 
 from drydock.infra.redis import Keys
 from drydock.roles import Role
-
-KIND = "kind"
+from drydock.threads.fields import KIND
 
 Changes = Mapping[str, str | None]
 """Fields to set; ``None`` deletes the field."""

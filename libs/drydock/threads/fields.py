@@ -1,6 +1,8 @@
-"""The metadata fields the ingress writes when it starts a thread (besides ``kind``).
+"""The names of thread metadata fields, spelled once for every service, and the fields a thread
+starts with.
 
-Workers read them: ``reply_to`` is the JSON of the source's :class:`ReplyAddress`, ``owner``
+``kind`` is the thread's role; ``sandbox_id`` its sandbox or the creation sentinel. Workers read
+the rest: ``reply_to`` is the JSON of the source's :class:`ReplyAddress`, ``owner``
 the triggering Drydock user (empty when the author is trusted through an organization), and
 ``author`` the source account as ``channel:external id``.
 """
@@ -11,6 +13,9 @@ from datetime import UTC, datetime
 
 from drydock.bus.envelopes import InboxMessage
 
+KIND = "kind"
+SANDBOX_ID = "sandbox_id"
+"""The thread's sandbox id, or the creation sentinel while one is being created."""
 CHANNEL = "channel"
 REPLY_TO = "reply_to"
 REPOSITORY = "repository"
@@ -20,7 +25,8 @@ CREATED_AT = "created_at"
 CREATED_BY = "created_by"
 
 
-def new_thread_fields(message: InboxMessage) -> dict[str, str]:
+def new_thread_fields(message: InboxMessage, *, created_by: str) -> dict[str, str]:
+    """The fields of a thread started by ``message`` (besides ``kind``)."""
     return {
         CHANNEL: message.channel.value,
         REPLY_TO: message.reply_to.model_dump_json(),
@@ -28,5 +34,5 @@ def new_thread_fields(message: InboxMessage) -> dict[str, str]:
         OWNER: message.author.user_id or "",
         AUTHOR: f"{message.author.channel.value}:{message.author.external_id}",
         CREATED_AT: datetime.now(UTC).isoformat(),
-        CREATED_BY: "ingress",
+        CREATED_BY: created_by,
     }
