@@ -6,6 +6,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator
 
+import hypothesis
 import pytest
 from nats.aio.client import Client as NatsClient
 from redis.asyncio import Redis
@@ -14,6 +15,12 @@ from drydock.bus import Bus, connect_nats, provision, topology
 from drydock.config import Settings, load_settings
 from drydock.infra.embedded import EmbeddedUrls, embedded_infrastructure
 from drydock.infra.redis import Keys, connect_redis
+
+# Under CI property tests replay the same examples every run, so a red gate is reproducible;
+# on a developer's machine they keep exploring new ones.
+hypothesis.settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    hypothesis.settings.load_profile("ci")
 
 
 @pytest.fixture(scope="session")

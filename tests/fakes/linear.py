@@ -15,7 +15,6 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -218,25 +217,16 @@ def create_app(linear: LinearState) -> FastAPI:
     return app
 
 
-class FakeLinear:
+class FakeLinear(LoopbackServer):
     """``async with FakeLinear(api_key) as linear:`` serves GraphQL at ``linear.api_url``."""
 
     def __init__(self, api_key: str = "lin_api_test") -> None:
         self.state = LinearState(api_key)
-        self._server = LoopbackServer(create_app(self.state))
+        super().__init__(create_app(self.state))
 
     @property
     def api_url(self) -> str:
-        return f"{self._server.base_url}/graphql"
-
-    async def __aenter__(self) -> FakeLinear:
-        await self._server.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self._server.__aexit__(exc_type, exc, tb)
+        return f"{self.base_url}/graphql"
 
 
 # Webhook payloads Linear sends

@@ -1,5 +1,6 @@
 """Serving a test double's ASGI app with uvicorn on a free loopback port, inside the test's
-event loop: ``async with LoopbackServer(app) as server: server.base_url``. With ``lifespan``
+event loop: ``async with LoopbackServer(app) as server: server.base_url``. A fake service
+subclasses it and passes its app. With ``lifespan``
 the app's start-up and shutdown run too, as in production."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import contextlib
 import socket
 from collections.abc import Iterator
 from types import TracebackType
+from typing import Self
 
 import uvicorn
 from fastapi import FastAPI
@@ -35,7 +37,7 @@ class LoopbackServer:
         host, port = self._socket.getsockname()[:2]
         return f"http://{host}:{port}"
 
-    async def __aenter__(self) -> LoopbackServer:
+    async def __aenter__(self) -> Self:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         # Accepted connections inherit it; without it a pre-bound socket answers small

@@ -12,7 +12,6 @@ import itertools
 import json
 import time
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -164,25 +163,16 @@ _METHODS = {
 }
 
 
-class FakeSlack:
+class FakeSlack(LoopbackServer):
     """``async with FakeSlack(token) as slack:`` serves the Web API at ``slack.api_url``."""
 
     def __init__(self, token: str = "xoxb-test-token") -> None:
         self.state = SlackState(token)
-        self._server = LoopbackServer(create_app(self.state))
+        super().__init__(create_app(self.state))
 
     @property
     def api_url(self) -> str:
-        return f"{self._server.base_url}/api/"
-
-    async def __aenter__(self) -> FakeSlack:
-        await self._server.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self._server.__aexit__(exc_type, exc, tb)
+        return f"{self.base_url}/api/"
 
 
 # Payloads Slack sends to the app

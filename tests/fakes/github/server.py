@@ -5,7 +5,7 @@ listed once in :data:`ROUTERS`."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from types import ModuleType, TracebackType
+from types import ModuleType
 from typing import Literal
 
 from fastapi import FastAPI, Request, Response
@@ -34,19 +34,13 @@ def create_app(github: GitHubState) -> FastAPI:
     return app
 
 
-class FakeGitHub:
+class FakeGitHub(LoopbackServer):
     """``async with FakeGitHub() as github:`` serves the fake at ``github.base_url`` (the REST
     API root, as ``https://api.github.com`` or ``https://HOST/api/v3`` would be)."""
 
     def __init__(self) -> None:
         self.state = GitHubState()
-        self._server: LoopbackServer | None = None
-
-    @property
-    def base_url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("FakeGitHub is not serving; use it as an async context manager")
-        return self._server.base_url
+        super().__init__(create_app(self.state))
 
     def create_app(self, slug: str = "drydock") -> App:
         """Register a GitHub App; its ``private_key_pem`` is what Drydock is configured with."""
@@ -84,15 +78,3 @@ class FakeGitHub:
         if self.token_allows(token, full_name, level="read"):
             return "read"
         return "none"
-
-    async def __aenter__(self) -> FakeGitHub:
-        self._server = LoopbackServer(create_app(self.state))
-        await self._server.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            await server.__aexit__(exc_type, exc, tb)
