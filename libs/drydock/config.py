@@ -478,6 +478,42 @@ class CredentialProxySettings(BaseModel):
         return value.rstrip("/") if value is not None else None
 
 
+class WorkerSettings(BaseModel):
+    """The agent workers (``DRYDOCK_WORKER_*``): how many runs one process holds, how a run is
+    bounded, and how often scheduled wake-ups are looked for."""
+
+    concurrency: int = Field(default=16, ge=1, description="Runs one worker process holds at a time.")
+    heartbeat: Duration = Field(
+        default=timedelta(seconds=15),
+        description="Interval of the in-progress acknowledgements that keep a running wake alive.",
+    )
+    step_limit: int = Field(default=150, ge=1, description="Model calls per run before it ends at the step limit.")
+    sandbox_failure_limit: int = Field(
+        default=3, ge=1, description="Consecutive sandbox failures that trip the thread's circuit breaker."
+    )
+    wakeup_poll: Duration = Field(default=timedelta(seconds=5), description="How often due wake-ups are looked for.")
+
+
+class ToolSettings(BaseModel):
+    """The coder's network tools (``DRYDOCK_TOOLS_*``)."""
+
+    http_allowlist: list[str] = Field(
+        default_factory=list,
+        description="Hosts the http_request tool may call: `host`, `host:port`, or `*.domain`; empty: none.",
+    )
+    search_provider: str | None = Field(
+        default=None, description="Web search provider: brave or searxng; unset: web search is off."
+    )
+    search_url: str | None = Field(default=None, description="The search provider's API root (searxng: required).")
+    search_api_key: SecretStr | None = None
+    fetch_max_bytes: int = Field(default=2_000_000, ge=1024, description="Largest response body a tool reads.")
+    timeout: float = Field(default=20.0, gt=0, description="Seconds one tool request may take.")
+    allow_private_addresses: bool = Field(
+        default=False,
+        description="Let fetch_url and http_request reach loopback and private addresses (development only).",
+    )
+
+
 class HttpSettings(BaseModel):
     host: str = Field(default="127.0.0.1")
     port: int = Field(default=8000, ge=0, le=65535)
@@ -526,6 +562,8 @@ class Settings(BaseSettings):
     dashboard: DashboardSettings = Field(default_factory=DashboardSettings)
     crypto: CryptoSettings = Field(default_factory=CryptoSettings)
     proxy: CredentialProxySettings = Field(default_factory=CredentialProxySettings)
+    worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    tools: ToolSettings = Field(default_factory=ToolSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
     log: LogSettings = Field(default_factory=LogSettings)
 

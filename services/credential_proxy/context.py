@@ -12,8 +12,8 @@ import structlog
 from aiohttp import web
 
 from drydock.credentials import CipherError, GrantStore, ProxyCredentials
+from drydock.credentials.allowlist import Allowlist
 from drydock.runtime import Runtime
-from services.credential_proxy.allowlist import Allowlist
 
 log = structlog.get_logger(__name__)
 

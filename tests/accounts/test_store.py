@@ -15,6 +15,7 @@ from drydock.accounts import (
     MembershipCache,
     Provider,
     RepositorySettings,
+    RoleModel,
     TeamDefaults,
     UserProfile,
 )
@@ -56,6 +57,32 @@ class TestProfilesAndTeam:
         assert await store.profile("ada") == UserProfile(user_id="ada")
         await store.save_profile(UserProfile(user_id="ada", default_repository="acme/api"))
         assert (await store.profile("ada")).default_repository == "acme/api"
+
+    async def test_profile_model_override_and_flags_round_trip(self, store: AccountsStore) -> None:
+        profile = UserProfile(
+            user_id="ada",
+            model="gpt-5",
+            effort="high",
+            branch_prefix="ada/",
+            draft_prs=True,
+            auto_open_pr=False,
+            autofix=True,
+        )
+        await store.save_profile(profile)
+        assert await store.profile("ada") == profile
+
+    def test_a_branch_prefix_that_git_cannot_use_is_refused(self) -> None:
+        with pytest.raises(ValidationError, match="branch prefix"):
+            UserProfile(user_id="ada", branch_prefix="../main")
+
+    async def test_team_models_per_role_round_trip(self, store: AccountsStore) -> None:
+        team = TeamDefaults(models={"coder": RoleModel(model="gpt-5", effort="low"), "reviewer": RoleModel(model="o3")})
+        await store.save_team(team)
+        assert (await store.team()).models["coder"] == RoleModel(model="gpt-5", effort="low")
+
+    def test_team_models_name_known_roles_only(self) -> None:
+        with pytest.raises(ValidationError, match="not a role"):
+            TeamDefaults(models={"janitor": RoleModel(model="gpt-5")})
 
     async def test_team_defaults_round_trip(self, store: AccountsStore) -> None:
         assert await store.team() == TeamDefaults()

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from drydock.config import DEFAULT_EGRESS_ALLOWLIST
-from services.credential_proxy.allowlist import Allowlist, AllowlistError
+from drydock.credentials.allowlist import Allowlist, AllowlistError
 
 
 class TestAllowlist:

@@ -1,7 +1,8 @@
 """A test double of Linear's GraphQL API, and builders for Linear webhook payloads.
 
 The fake serves ``POST /graphql`` with the operations Drydock uses (``issue``,
-``commentCreate``, ``agentActivityCreate``, ``viewer``). It recognises an operation by its root
+``commentCreate``, ``agentActivityCreate``, ``issueUpdate`` of the workflow state, ``viewer``).
+An issue is found by its id or its identifier (``DRY-1``), as Linear finds it. It recognises an operation by its root
 field and answers with the full object rather than only the selected fields (it has no
 GraphQL parser); errors come in Linear's shape: HTTP 400 for authentication and validation
 errors, HTTP 200 with ``errors`` for a missing entity, HTTP 429 when rate limited.
@@ -25,6 +26,15 @@ from tests.fakes.loopback import LoopbackServer
 ORGANIZATION = "3f2a6c1e-0d4b-4a7e-9b8f-linear000org"
 AGENT_USER = "agent-user-0001"
 ACTIVITY_TYPES = frozenset({"thought", "action", "elicitation", "response", "error", "prompt"})
+WORKFLOW = (
+    ("Backlog", "backlog"),
+    ("Todo", "unstarted"),
+    ("In Progress", "started"),
+    ("In Review", "started"),
+    ("Done", "completed"),
+    ("Canceled", "canceled"),
+)
+"""The workflow states of the fake's one team, in order: Linear's defaults for a new team."""
 _ROOT_FIELD = re.compile(r"^\s*(?:(query|mutation)\b[^{]*)?\{\s*(\w+)")
 
 
@@ -44,11 +54,20 @@ class LinearComment:
 
 
 @dataclass
+class WorkflowState:
+    id: str
+    name: str
+    type: str
+    position: float
+
+
+@dataclass
 class LinearIssue:
     id: str
     identifier: str
     title: str
     description: str = ""
+    state_id: str | None = None
 
     @property
     def url(self) -> str:
@@ -71,12 +90,34 @@ class LinearState:
     sessions: set[str] = field(default_factory=set)
     activities: list[AgentActivity] = field(default_factory=list)
     rate_limited: bool = False
+    team_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    workflow_states: list[WorkflowState] = field(
+        default_factory=lambda: [
+            WorkflowState(str(uuid.uuid4()), name, kind, float(position))
+            for position, (name, kind) in enumerate(WORKFLOW)
+        ]
+    )
     _numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def add_issue(self, title: str = "Something to do", description: str = "") -> LinearIssue:
-        issue = LinearIssue(str(uuid.uuid4()), f"DRY-{next(self._numbers)}", title, description)
+        """A new issue in the team's ``Todo`` state."""
+        todo = self.state_named("Todo")
+        issue = LinearIssue(str(uuid.uuid4()), f"DRY-{next(self._numbers)}", title, description, todo.id)
         self.issues[issue.id] = issue
         return issue
+
+    def find_issue(self, key: str) -> LinearIssue | None:
+        """The issue with id or identifier ``key``."""
+        found = self.issues.get(key)
+        if found is not None:
+            return found
+        return next((issue for issue in self.issues.values() if issue.identifier == key), None)
+
+    def state_named(self, name: str) -> WorkflowState:
+        return next(state for state in self.workflow_states if state.name == name)
+
+    def state_of(self, issue: LinearIssue) -> WorkflowState | None:
+        return next((state for state in self.workflow_states if state.id == issue.state_id), None)
 
     def add_comment(
         self, issue_id: str, body: str, *, user_id: str = "user-human-1", user_name: str = "Ada"
@@ -115,6 +156,12 @@ def _invalid(message: str, path: str) -> JSONResponse:
     return _errors(400, message, "invalid input", "INVALID_INPUT", path)
 
 
+def _state_json(state: WorkflowState | None) -> dict[str, Any] | None:
+    if state is None:
+        return None
+    return {"id": state.id, "name": state.name, "type": state.type, "position": state.position}
+
+
 def _issue_json(linear: LinearState, issue: LinearIssue) -> dict[str, Any]:
     nodes = [
         {
@@ -133,11 +180,17 @@ def _issue_json(linear: LinearState, issue: LinearIssue) -> dict[str, Any]:
         "description": issue.description,
         "url": issue.url,
         "comments": {"nodes": nodes},
+        "state": _state_json(linear.state_of(issue)),
+        "team": {
+            "id": linear.team_id,
+            "key": "DRY",
+            "states": {"nodes": [_state_json(state) for state in linear.workflow_states]},
+        },
     }
 
 
 def _issue(linear: LinearState, variables: dict[str, Any]) -> JSONResponse:
-    issue = linear.issues.get(str(variables.get("id")))
+    issue = linear.find_issue(str(variables.get("id")))
     if issue is None:
         return _not_found("Issue", "issue")
     return JSONResponse({"data": {"issue": _issue_json(linear, issue)}})
@@ -147,7 +200,7 @@ def _comment_create(linear: LinearState, variables: dict[str, Any]) -> JSONRespo
     request = variables.get("input")
     if not isinstance(request, dict) or not isinstance(request.get("body"), str) or not request.get("issueId"):
         return _invalid('Variable "$input" got invalid value; issueId and body are required', "commentCreate")
-    issue = linear.issues.get(str(request["issueId"]))
+    issue = linear.find_issue(str(request["issueId"]))
     if issue is None:
         return _not_found("Issue", "commentCreate")
     parent = request.get("parentId")
@@ -173,6 +226,24 @@ def _agent_activity_create(linear: LinearState, variables: dict[str, Any]) -> JS
     return JSONResponse({"data": {"agentActivityCreate": {"success": True, "agentActivity": {"id": activity.id}}}})
 
 
+def _issue_update(linear: LinearState, variables: dict[str, Any]) -> JSONResponse:
+    request = variables.get("input")
+    if not isinstance(request, dict) or not variables.get("id"):
+        return _invalid('Variable "$input" got invalid value; id and input are required', "issueUpdate")
+    issue = linear.find_issue(str(variables["id"]))
+    if issue is None:
+        return _not_found("Issue", "issueUpdate")
+    if "stateId" in request:
+        state = next((state for state in linear.workflow_states if state.id == request["stateId"]), None)
+        if state is None:
+            return _not_found("WorkflowState", "issueUpdate")
+        issue.state_id = state.id
+    for name in ("title", "description"):
+        if isinstance(request.get(name), str):
+            setattr(issue, name, request[name])
+    return JSONResponse({"data": {"issueUpdate": {"success": True, "issue": _issue_json(linear, issue)}}})
+
+
 def _viewer(linear: LinearState, variables: dict[str, Any]) -> JSONResponse:
     return JSONResponse({"data": {"viewer": {"id": AGENT_USER, "name": "Drydock"}}})
 
@@ -182,6 +253,7 @@ _OPERATIONS = {
     ("query", "viewer"): _viewer,
     ("mutation", "commentCreate"): _comment_create,
     ("mutation", "agentActivityCreate"): _agent_activity_create,
+    ("mutation", "issueUpdate"): _issue_update,
 }
 
 

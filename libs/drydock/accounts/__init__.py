@@ -5,7 +5,14 @@ extends it, the ingress reads it to authorize authors and choose repositories.
 """
 
 from drydock.accounts.membership import MembershipCache
-from drydock.accounts.models import Provider, RepositorySettings, TeamDefaults, UserProfile, repository_name
+from drydock.accounts.models import (
+    Provider,
+    RepositorySettings,
+    RoleModel,
+    TeamDefaults,
+    UserProfile,
+    repository_name,
+)
 from drydock.accounts.store import AccountsStore
 
 __all__ = [
@@ -13,6 +20,7 @@ __all__ = [
     "MembershipCache",
     "Provider",
     "RepositorySettings",
+    "RoleModel",
     "TeamDefaults",
     "UserProfile",
     "repository_name",

@@ -10,6 +10,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from drydock.roles import Role
+
 REPOSITORY_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 ORGANIZATION_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?$")
 HANDLE_PATTERN = re.compile(r"^@[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -34,23 +36,55 @@ class Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+BRANCH_PREFIX_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+
+
 class UserProfile(Record):
-    """A Drydock user's preferences that the ingress needs."""
+    """A Drydock user's preferences: the ingress reads the default repository, the workers the
+    model override and the behaviour flags (DESIGN.md section 7: flags live here, not in webhook
+    code). Model ids and efforts are checked against the catalog when a run resolves them."""
 
     user_id: str = Field(min_length=1)
     default_repository: str | None = None
+    model: str | None = Field(default=None, description="The user's model override; unset: the team default.")
+    effort: str | None = Field(default=None, description="The user's reasoning-effort override.")
+    branch_prefix: str | None = Field(default=None, description="Prefix of the agent's branches; unset: drydock/.")
+    draft_prs: bool = Field(default=False, description="Open pull requests as drafts.")
+    auto_open_pr: bool = Field(default=True, description="The agent may open pull requests without being asked.")
+    autofix: bool = Field(default=False, description="Keep this user's agent pull requests green automatically.")
 
     @field_validator("default_repository")
     @classmethod
     def _repository(cls, value: str | None) -> str | None:
         return None if value is None else repository_name(value)
 
+    @field_validator("branch_prefix")
+    @classmethod
+    def _branch_prefix(cls, value: str | None) -> str | None:
+        if value is not None and (not BRANCH_PREFIX_PATTERN.match(value) or ".." in value):
+            raise ValueError(f"{value!r} is not a usable branch prefix")
+        return value
+
     @classmethod
     def from_hash(cls, user_id: str, raw: Mapping[str, str]) -> UserProfile:
-        return cls(user_id=user_id, default_repository=raw.get("default_repository") or None)
+        fields: dict[str, object] = {name: raw.get(name) or None for name in _TEXTS}
+        fields |= {name: raw[name] == "1" for name in _FLAGS if name in raw}
+        return cls.model_validate({"user_id": user_id, **fields})
 
     def to_hash(self) -> dict[str, str]:
-        return {"default_repository": self.default_repository or ""}
+        texts = {name: getattr(self, name) or "" for name in _TEXTS}
+        return texts | {name: "1" if getattr(self, name) else "0" for name in _FLAGS}
+
+
+_TEXTS = ("default_repository", "model", "effort", "branch_prefix")
+_FLAGS = ("draft_prs", "auto_open_pr", "autofix")
+
+
+class RoleModel(Record):
+    """The team's default model and effort for one role; either may be unset."""
+
+    model: str | None = None
+    effort: str | None = None
 
 
 class TeamDefaults(Record):
@@ -60,6 +94,9 @@ class TeamDefaults(Record):
     default_repository: str | None = None
     allowed_organizations: tuple[str, ...] = ()
     mention_handle: str | None = Field(default=None, description="e.g. '@drydock'; unset: the ingress default.")
+    models: dict[str, RoleModel] = Field(
+        default_factory=dict, description="Default model and effort per role (coder, reviewer, analyzer)."
+    )
 
     @field_validator("default_repository")
     @classmethod
@@ -73,6 +110,15 @@ class TeamDefaults(Record):
             if not ORGANIZATION_PATTERN.match(org):
                 raise ValueError(f"{org!r} is not a GitHub organization name")
         return tuple(dict.fromkeys(org.lower() for org in value))
+
+    @field_validator("models")
+    @classmethod
+    def _roles(cls, value: dict[str, RoleModel]) -> dict[str, RoleModel]:
+        known = {role.value for role in Role}
+        for name in value:
+            if name not in known:
+                raise ValueError(f"{name!r} is not a role ({', '.join(sorted(known))})")
+        return value
 
     @field_validator("mention_handle")
     @classmethod

@@ -42,12 +42,15 @@ class Outbound:
         closers: list[Callable[[], Awaitable[None]]],
         *,
         github: GithubClient | None = None,
+        linear: LinearClient | None = None,
     ) -> None:
         self._replies = replies
         self._statuses = statuses
         self._closers = closers
         self.github = github
         """The GitHub client, shared with callers that need more of GitHub's API."""
+        self.linear = linear
+        """The Linear client, shared with callers that need more of Linear's API."""
 
     @classmethod
     def from_settings(
@@ -62,6 +65,7 @@ class Outbound:
         statuses: dict[Channel, StatusIndicator] = {}
         closers: list[Callable[[], Awaitable[None]]] = []
         github: GithubClient | None = None
+        linear: LinearClient | None = None
         if settings.github.app_id is not None and settings.github.private_key is not None:
             github = GithubClient(settings.github, transport=github_transport)
             replies[Channel.GITHUB], statuses[Channel.GITHUB] = GithubReplies(github), GithubStatus(github)
@@ -74,7 +78,7 @@ class Outbound:
             linear = LinearClient(settings.linear, transport=linear_transport)
             replies[Channel.LINEAR], statuses[Channel.LINEAR] = LinearReplies(linear), LinearStatus(linear)
             closers.append(linear.aclose)
-        return cls(replies, statuses, closers, github=github)
+        return cls(replies, statuses, closers, github=github, linear=linear)
 
     def configured(self, channel: Channel) -> bool:
         return channel in self._replies

@@ -141,6 +141,28 @@ class Keys:
         """The full thread id behind the short id that branch names carry."""
         return f"{self.prefix}:thread-short:{short_id}"
 
+    def user_token(self, provider: str, user_id: str) -> str:
+        """A user's OAuth token for ``provider`` (e.g. ``github``), encrypted."""
+        return f"{self.prefix}:user-token:{provider}:{user_id}"
+
+    def user_tokens_pattern(self) -> str:
+        """Matches every :meth:`user_token` key, for re-encryption after a key rotation."""
+        return f"{self.prefix}:user-token:*"
+
+    def wakeups_due(self) -> str:
+        """Scheduled wake-up ids scored by when they are due (epoch seconds). The wake-up keys share
+        the hash tag ``{wakeups}`` so that one script can claim across them."""
+        return f"{self.prefix}:wakeups:{{wakeups}}:due"
+
+    def wakeup_entries(self) -> str:
+        """Scheduled wake-ups by id (JSON: thread, role, due time, note)."""
+        return f"{self.prefix}:wakeups:{{wakeups}}:entries"
+
+    def thread_wakeups(self, thread_id: str) -> str:
+        """The ids of a thread's pending wake-ups (under ``{wakeups}``, not ``{thread_id}``: the
+        scheduling script writes it together with the due index)."""
+        return f"{self.prefix}:wakeups:{{wakeups}}:thread:{thread_id}"
+
     def checkpoints(self) -> str:
         """The prefix under which the LangGraph checkpointer spells its own keys
         (``…:cp:{thread_id}:…``, ``…:blob:…``, ``…:threads``; see :mod:`drydock.checkpoints`)."""

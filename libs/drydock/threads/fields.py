@@ -23,6 +23,9 @@ OWNER = "owner"
 AUTHOR = "author"
 CREATED_AT = "created_at"
 CREATED_BY = "created_by"
+MODEL = "model"
+"""The thread's own model choice (from the triggering event or the dashboard); empty: none."""
+EFFORT = "effort"
 
 
 def new_thread_fields(message: InboxMessage, *, created_by: str) -> dict[str, str]:

@@ -10,12 +10,12 @@ from typing import Literal
 
 from fastapi import FastAPI, Request, Response
 
-from tests.fakes.github import app_tokens, checks, comments, orgs, reactions, repos
+from tests.fakes.github import app_tokens, checks, comments, orgs, pulls, reactions, repos
 from tests.fakes.github.errors import GitHubError, render
-from tests.fakes.github.state import App, GitHubState, Installation, SeenRequest
+from tests.fakes.github.state import App, GitHubState, Installation, SeenRequest, UserToken
 from tests.fakes.loopback import LoopbackServer
 
-ROUTERS: tuple[ModuleType, ...] = (app_tokens, repos, comments, reactions, checks, orgs)
+ROUTERS: tuple[ModuleType, ...] = (app_tokens, repos, comments, reactions, checks, orgs, pulls)
 """Every router module of the fake; each exposes ``router``. Add new API areas here."""
 
 
@@ -56,6 +56,10 @@ class FakeGitHub(LoopbackServer):
     ) -> Installation:
         """Install ``app`` on ``account`` for the named repositories, or all of them (``None``)."""
         return self.state.install(app, account, repositories, permissions=permissions)
+
+    def user_token(self, login: str, repositories: list[str] | None = None) -> UserToken:
+        """Register a user's OAuth token that may write to ``repositories`` (``None``: every one)."""
+        return self.state.add_user_token(login, repositories)
 
     @property
     def requests(self) -> list[SeenRequest]:

@@ -1,5 +1,5 @@
-"""The fake GitHub's in-memory state: Apps, their installations, repositories and the
-installation access tokens it has issued."""
+"""The fake GitHub's in-memory state: Apps, their installations, repositories, the
+installation access tokens it has issued, users' OAuth tokens and pull requests."""
 
 from __future__ import annotations
 
@@ -72,6 +72,43 @@ class InstallationToken:
         return (now or datetime.now(UTC)) >= self.expires_at
 
 
+@dataclass
+class UserToken:
+    """A user's OAuth token (a GitHub App user-to-server token, ``ghu_…``)."""
+
+    token: str
+    login: str
+    user_id: int
+    repositories: set[str] | None
+    """Lower-cased ``owner/name`` the user may write to; ``None``: every repository."""
+
+    def reaches(self, full_name: str) -> bool:
+        return self.repositories is None or full_name.lower() in self.repositories
+
+
+@dataclass
+class PullRequest:
+    id: int
+    repository: str
+    """``owner/name`` as the repository spells it."""
+    number: int
+    title: str
+    body: str | None
+    head_ref: str
+    head_sha: str
+    base_ref: str
+    draft: bool
+    user: dict[str, object]
+    state: str = "open"
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC).replace(microsecond=0))
+    updated_at: datetime = field(default_factory=lambda: datetime.now(UTC).replace(microsecond=0))
+    closed_at: datetime | None = None
+
+    @property
+    def owner(self) -> str:
+        return self.repository.partition("/")[0]
+
+
 _LEVELS = {"read": 1, "write": 2, "admin": 3}
 
 
@@ -99,6 +136,9 @@ class GitHubState:
         self.installations: dict[int, Installation] = {}
         self.repositories: dict[str, Repository] = {}
         self.tokens: dict[str, InstallationToken] = {}
+        self.user_tokens: dict[str, UserToken] = {}
+        self.pulls: dict[tuple[str, int], PullRequest] = {}
+        """Pull requests by lower-cased ``owner/name`` and number."""
 
     def next_id(self) -> int:
         return next(self._ids)
@@ -180,6 +220,20 @@ class GitHubState:
         )
         self.tokens[token.token] = token
         return token
+
+    def add_user_token(self, login: str, repositories: list[str] | None = None) -> UserToken:
+        """A user's OAuth token that may write to ``repositories`` (``None``: to every one)."""
+        token = UserToken(
+            token="ghu_" + "".join(secrets.choice(_TOKEN_ALPHABET) for _ in range(36)),
+            login=login,
+            user_id=self.next_id(),
+            repositories=None if repositories is None else {name.lower() for name in repositories},
+        )
+        self.user_tokens[token.token] = token
+        return token
+
+    def pulls_of(self, full_name: str) -> list[PullRequest]:
+        return [pull for (repo, _), pull in sorted(self.pulls.items()) if repo == full_name.lower()]
 
     def token_repositories(self, token: InstallationToken) -> list[Repository]:
         if token.repositories is not None:

@@ -1,9 +1,13 @@
-"""The GitHub REST API as the Drydock App: comments, reactions, check runs, org membership.
+"""The GitHub REST API as the Drydock App: comments, reactions, check runs, org membership,
+and pull requests.
 
 Authentication: the App signs a JWT (:mod:`drydock.credentials.app_jwt`) to mint installation
 tokens, which are cached per installation until ``token_refresh_margin`` before they expire;
-a 401 drops the cached token and retries once. ``api_url`` is ``https://api.github.com`` or a
-GitHub Enterprise Server's ``https://HOST/api/v3``. One HTTP connection pool per client.
+a 401 drops the cached token and retries once. The repository and pull request methods take
+the ``Authorization`` header from the caller instead, so that they can act as a user
+(:func:`drydock.credentials.user_tokens.github_authorization`). ``api_url`` is
+``https://api.github.com`` or a GitHub Enterprise Server's ``https://HOST/api/v3``. One HTTP
+connection pool per client.
 
 (``githubkit`` 0.16 cannot be imported next to ``hishel`` 2.0, the version locked today, so
 this client speaks REST over ``httpx`` directly.)
@@ -27,6 +31,11 @@ USER_AGENT = "drydock"
 
 ReactionTarget = Literal["issue_comment", "review_comment", "issue"]
 REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
+PULL_STATES = frozenset({"open", "closed", "all"})
+
+
+class PullRequestExists(OutboundFailed):
+    """GitHub refused to open a pull request because one is open for the same head branch."""
 
 
 class GithubClient:
@@ -125,6 +134,13 @@ class GithubClient:
         )
         return int(_checked(response, f"commenting on {full_name}#{number}")["id"])
 
+    async def post_comment(self, installation_id: int | None, full_name: str, number: int, body: str) -> dict[str, Any]:
+        """Comment on an issue or pull request; returns GitHub's comment (``id``, ``html_url``, …)."""
+        response = await self._as_installation(
+            installation_id, full_name, "POST", f"/repos/{full_name}/issues/{number}/comments", {"body": body}
+        )
+        return _checked(response, f"commenting on {full_name}#{number}")
+
     async def reply_to_review_comment(
         self, installation_id: int | None, full_name: str, number: int, comment_id: int, body: str
     ) -> int:
@@ -196,6 +212,64 @@ class GithubClient:
         )
         _checked(response, f"updating check run {check_run_id} on {full_name}")
 
+    # Repositories and pull requests, with the caller's authorization
+
+    async def get_repository(self, authorization: str, full_name: str) -> dict[str, Any]:
+        """The repository (``default_branch``, ``private``, …)."""
+        response = await self._send("GET", f"/repos/{full_name}", authorization)
+        return _checked(response, f"reading {full_name}")
+
+    async def create_pull(
+        self,
+        authorization: str,
+        full_name: str,
+        *,
+        title: str,
+        head: str,
+        base: str,
+        body: str = "",
+        draft: bool = False,
+    ) -> dict[str, Any]:
+        """Open a pull request of ``head`` into ``base``; returns it (``number``, ``html_url``, …).
+        Raises :class:`PullRequestExists` when one is already open for ``head``."""
+        request = {"title": title, "head": head, "base": base, "body": body, "draft": draft}
+        response = await self._send("POST", f"/repos/{full_name}/pulls", authorization, request)
+        doing = f"opening a pull request of {head} into {base} on {full_name}"
+        exists = _error_messages(response, "A pull request already exists") if response.status_code == 422 else []
+        if exists:
+            raise PullRequestExists(f"GitHub answered 422 {exists[0]!r} {doing}", status=422)
+        return _checked(response, doing)
+
+    async def get_pull(self, authorization: str, full_name: str, number: int) -> dict[str, Any]:
+        response = await self._send("GET", f"/repos/{full_name}/pulls/{number}", authorization)
+        return _checked(response, f"reading pull request {full_name}#{number}")
+
+    async def list_pulls(
+        self,
+        authorization: str,
+        full_name: str,
+        *,
+        head: str | None = None,
+        base: str | None = None,
+        state: str = "open",
+        per_page: int = 30,
+    ) -> list[dict[str, Any]]:
+        """The first page of pull requests; ``head`` is ``owner:branch``."""
+        if state not in PULL_STATES:
+            raise ValueError(f"{state!r} is not one of {sorted(PULL_STATES)}")
+        params = {"state": state, "per_page": str(per_page)} | ({"head": head} if head else {})
+        params |= {"base": base} if base else {}
+        path = httpx.URL(f"/repos/{full_name}/pulls", params=params)
+        response = await self._send("GET", str(path), authorization)
+        return _checked_list(response, f"listing pull requests of {full_name}")
+
+    async def update_pull(
+        self, authorization: str, full_name: str, number: int, changes: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Change ``title``, ``body``, ``state`` (open/closed) or ``base``; returns the pull request."""
+        response = await self._send("PATCH", f"/repos/{full_name}/pulls/{number}", authorization, changes)
+        return _checked(response, f"updating pull request {full_name}#{number}")
+
     # Organizations
 
     async def is_org_member(self, installation_id: int, org: str, login: str) -> bool:
@@ -209,13 +283,47 @@ class GithubClient:
         return False
 
 
+def _json(response: httpx.Response) -> Any:
+    try:
+        return response.json() if response.content else {}
+    except ValueError:
+        return None
+
+
+def _error_messages(response: httpx.Response, prefix: str = "") -> list[str]:
+    """The ``errors`` of a validation failure, as text (a message, or the field and code)."""
+    body = _json(response)
+    errors = body.get("errors") if isinstance(body, dict) else None
+    found = []
+    for error in errors if isinstance(errors, list) else []:
+        if isinstance(error, dict):
+            text = error.get("message") or " ".join(str(error[part]) for part in ("field", "code") if error.get(part))
+        else:
+            text = str(error)
+        if text and str(text).startswith(prefix):
+            found.append(str(text))
+    return found
+
+
+def _failure(response: httpx.Response, body: Any, doing: str) -> OutboundFailed:
+    message = body.get("message") if isinstance(body, dict) else response.text[:200]
+    details = _error_messages(response)
+    if details:
+        message = f"{message}: {'; '.join(details)}"
+    return OutboundFailed(f"GitHub answered {response.status_code} {message!r} {doing}", status=response.status_code)
+
+
 def _checked(response: httpx.Response, doing: str) -> dict[str, Any]:
     """The JSON object of a successful response; :class:`OutboundFailed` with GitHub's message otherwise."""
-    try:
-        body = response.json() if response.content else {}
-    except ValueError:
-        body = None
+    body = _json(response)
     if response.is_success and isinstance(body, dict):
         return body
-    message = body.get("message") if isinstance(body, dict) else response.text[:200]
-    raise OutboundFailed(f"GitHub answered {response.status_code} {message!r} {doing}", status=response.status_code)
+    raise _failure(response, body, doing)
+
+
+def _checked_list(response: httpx.Response, doing: str) -> list[dict[str, Any]]:
+    """The JSON array of a successful response, as :func:`_checked` does for objects."""
+    body = _json(response)
+    if response.is_success and isinstance(body, list):
+        return [item for item in body if isinstance(item, dict)]
+    raise _failure(response, body, doing)

@@ -1,5 +1,6 @@
 """Linear's GraphQL API (``https://api.linear.app/graphql``) over httpx: fetch an issue with
-its comments, comment, and emit agent activities. One connection pool per client.
+its comments, comment, emit agent activities, and move an issue to another workflow state.
+One connection pool per client.
 
 Authentication is the ``Authorization`` header as Linear expects it: a personal API key as is,
 an OAuth access token as ``Bearer <token>`` (configure it with the prefix).
@@ -37,6 +38,43 @@ mutation AgentActivityCreate($input: AgentActivityCreateInput!) {
   agentActivityCreate(input: $input) { success agentActivity { id } }
 }
 """
+
+
+ISSUE_STATES_QUERY = """
+query IssueStates($id: String!) {
+  issue(id: $id) {
+    id identifier
+    state { id name type }
+    team { id key states { nodes { id name type position } } }
+  }
+}
+"""
+
+ISSUE_UPDATE = """
+mutation IssueUpdate($id: String!, $input: IssueUpdateInput!) {
+  issueUpdate(id: $id, input: $input) { success issue { id identifier state { id name type } } }
+}
+"""
+
+
+@dataclass(frozen=True)
+class WorkflowState:
+    """A column of a team's workflow; ``type`` is Linear's category (``backlog``, ``unstarted``,
+    ``started``, ``completed``, ``canceled``, ``triage``)."""
+
+    id: str
+    name: str
+    type: str
+
+
+@dataclass(frozen=True)
+class IssueStates:
+    """An issue's workflow state and the states its team offers, in the team's order."""
+
+    issue_id: str
+    identifier: str
+    current: WorkflowState | None
+    available: tuple[WorkflowState, ...]
 
 
 @dataclass(frozen=True)
@@ -137,6 +175,33 @@ class LinearClient:
         data = await self._execute(COMMENT_CREATE, {"input": request}, f"commenting on issue {issue_id}")
         return str(_payload(data, "commentCreate", "comment"))
 
+    async def issue_states(self, issue_id: str) -> IssueStates:
+        """The issue's state and the workflow states of its team."""
+        data = await self._execute(ISSUE_STATES_QUERY, {"id": issue_id}, f"reading the states of issue {issue_id}")
+        issue = data.get("issue")
+        if not isinstance(issue, dict):
+            raise OutboundFailed(f"Linear has no issue {issue_id}")
+        nodes = ((issue.get("team") or {}).get("states") or {}).get("nodes") or []
+        ordered = sorted(nodes, key=lambda node: float(node.get("position") or 0))
+        return IssueStates(
+            issue_id=issue["id"],
+            identifier=issue.get("identifier") or "",
+            current=_state(issue.get("state")),
+            available=tuple(state for state in map(_state, ordered) if state is not None),
+        )
+
+    async def update_issue_state(self, issue_id: str, state_id: str) -> WorkflowState:
+        """Move the issue to the workflow state ``state_id``; returns the state it is in now."""
+        data = await self._execute(
+            ISSUE_UPDATE, {"id": issue_id, "input": {"stateId": state_id}}, f"changing the state of issue {issue_id}"
+        )
+        result = data.get("issueUpdate")
+        issue = result.get("issue") if isinstance(result, dict) and result.get("success") else None
+        state = _state(issue.get("state")) if isinstance(issue, dict) else None
+        if state is None:
+            raise OutboundFailed(f"Linear issueUpdate did not succeed for issue {issue_id}")
+        return state
+
     async def create_agent_activity(self, agent_session_id: str, kind: ActivityType, body: str) -> str:
         """Emit an agent activity (a thought, response, error, …) in the agent session."""
         request = {"agentSessionId": agent_session_id, "content": {"type": kind, "body": body}}
@@ -151,3 +216,9 @@ def _payload(data: dict[str, Any], mutation: str, entity: str) -> str:
     if not isinstance(result, dict) or not result.get("success") or not isinstance(result.get(entity), dict):
         raise OutboundFailed(f"Linear {mutation} did not succeed")
     return str(result[entity]["id"])
+
+
+def _state(node: object) -> WorkflowState | None:
+    if not isinstance(node, dict) or not node.get("id"):
+        return None
+    return WorkflowState(id=str(node["id"]), name=str(node.get("name") or ""), type=str(node.get("type") or ""))

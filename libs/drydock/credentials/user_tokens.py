@@ -1,0 +1,116 @@
+"""Users' own GitHub OAuth tokens, encrypted at rest (DESIGN.md section 5).
+
+A token is stored under :meth:`Keys.user_token` as ciphertext of the newest key
+(:class:`SecretCipher`), with the token's expiry as the record's TTL when it has one. It is
+decrypted only into memory, when a run acts on GitHub for its user; :func:`github_authorization`
+falls back to the App's installation token when the user stored none.
+:meth:`UserTokens.rotate` re-encrypts the records after a key is added, as the token vault does.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, cast
+
+import structlog
+from redis.asyncio import Redis
+
+from drydock.credentials.cipher import CipherError, SecretCipher
+from drydock.infra.redis import Keys
+
+if TYPE_CHECKING:
+    from drydock.channels.github.client import GithubClient
+
+log = structlog.get_logger(__name__)
+
+PROVIDER = "github"
+
+# Replace the ciphertext only if no one changed it since it was read; keep the record's TTL.
+_SWAP = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
+return 1
+"""
+
+
+class UserTokens:
+    """Users' GitHub OAuth tokens, one per Drydock user."""
+
+    def __init__(self, redis: Redis, keys: Keys, cipher: SecretCipher) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._cipher = cipher
+        self._swap = redis.register_script(_SWAP)
+
+    def _key(self, user_id: str) -> str:
+        if not user_id:
+            raise ValueError("a user id is required")
+        return self._keys.user_token(PROVIDER, user_id)
+
+    async def put(self, user_id: str, token: str, expires_at: datetime | None = None) -> None:
+        """Store ``token`` for the user, replacing an earlier one; it is forgotten at ``expires_at``."""
+        if not token:
+            raise ValueError("an empty token cannot be stored")
+        ttl_ms: int | None = None
+        if expires_at is not None:
+            ttl_ms = int((expires_at - datetime.now(UTC)).total_seconds() * 1000)
+            if ttl_ms <= 0:
+                raise ValueError(f"the token expired at {expires_at.isoformat()}; nothing to store")
+        record = json.dumps({"token": token, "expires_at": expires_at.isoformat() if expires_at else None})
+        await self._redis.set(self._key(user_id), self._cipher.encrypt(record), px=ttl_ms)
+
+    async def get(self, user_id: str) -> str | None:
+        """The user's token, or ``None`` when they stored none (or it expired). A record no
+        configured key can decrypt counts as none, and is logged."""
+        ciphertext = await self.raw(user_id)
+        if ciphertext is None:
+            return None
+        try:
+            record = json.loads(self._cipher.decrypt(ciphertext))
+        except CipherError:
+            log.warning("stored user token undecryptable with the configured keys", user_id=user_id)
+            return None
+        return str(record["token"])
+
+    async def raw(self, user_id: str) -> str | None:
+        """The stored ciphertext, as it sits in Redis (for audits and tests)."""
+        return cast(str | None, await self._redis.get(self._key(user_id)))
+
+    async def delete(self, user_id: str) -> bool:
+        """Forget the user's token; False if there was none."""
+        return bool(await self._redis.delete(self._key(user_id)))
+
+    async def rotate(self) -> int:
+        """Re-encrypt every record not yet under the newest key; return how many were rewritten.
+        A record changed meanwhile is left as its writer left it; one no key can read is skipped."""
+        rewritten = 0
+        async for key in self._redis.scan_iter(match=self._keys.user_tokens_pattern(), count=500):
+            ciphertext = cast(str | None, await self._redis.get(key))
+            if ciphertext is None or self._cipher.is_current(ciphertext):
+                continue
+            try:
+                fresh = self._cipher.rotate(ciphertext)
+            except CipherError:
+                log.warning("stored user token undecryptable with the configured keys", key=key)
+                continue
+            if await self._swap(keys=[key], args=[ciphertext, fresh]):
+                rewritten += 1
+        return rewritten
+
+
+async def github_authorization(
+    github: GithubClient, repository: str, *, tokens: UserTokens | None = None, user_id: str | None = None
+) -> str:
+    """The ``Authorization`` header for acting on ``repository``: the user's own token when
+    ``user_id`` stored one, else the App's installation token for the repository."""
+    if tokens is not None and user_id:
+        token = await tokens.get(user_id)
+        if token is not None:
+            return f"token {token}"
+    return await app_authorization(github, repository)
+
+
+async def app_authorization(github: GithubClient, repository: str) -> str:
+    """The ``Authorization`` header of the App's installation on ``repository``."""
+    return f"token {await github.installation_token(await github.installation_for(repository))}"

@@ -1,0 +1,40 @@
+"""The ``coder`` graph (named in ``langgraph.json``): a deep agent working in the thread's
+sandbox, with the coder's tools and its ordered middleware stack."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deepagents import create_deep_agent
+from langgraph.graph.state import CompiledStateGraph
+
+from drydock.graphs.coder_prompt import coder_prompt
+from drydock.graphs.inputs import AgentInputs
+from drydock.middleware import BackendInstructionFiles, coder_middleware
+
+
+def make_coder(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """A fresh coder agent for one run of ``inputs.scope.thread_id``."""
+    scope = inputs.scope
+    middleware = coder_middleware(
+        thread_id=scope.thread_id,
+        inbox=inputs.inbox,
+        sandbox_failures=inputs.sandbox_failures,
+        status=inputs.status,
+        notifier=inputs.notifier,
+        instructions=BackendInstructionFiles(inputs.backend),
+        repository_root=inputs.checkout.path if inputs.checkout is not None else "/",
+        fallback=inputs.fallback,
+        limits=inputs.limits,
+    )
+    return create_deep_agent(
+        inputs.model,
+        inputs.tools,
+        system_prompt=coder_prompt(
+            scope, inputs.checkout, branch_prefix=inputs.branch_prefix, auto_open_pr=inputs.auto_open_pr
+        ),
+        middleware=middleware,
+        backend=inputs.backend,
+        checkpointer=inputs.checkpointer,
+        name="coder",
+    )

@@ -1,0 +1,52 @@
+"""What a role's graph factory is given for one thread run. The worker assembles it (sandbox,
+model, tools, channel adapters); the factory only decides how the agent is put together."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+
+from drydock.middleware import InboxReader, RunLimits, SandboxFailureCounter, SourceNotifier, StatusReporter
+from drydock.sandbox.backend import SandboxBackend
+from drydock.tools.context import ThreadScope
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """Where the thread's repository is checked out in its sandbox."""
+
+    repository: str
+    path: str
+    default_branch: str | None = None
+    instructions: str | None = None
+    """The text of the repository's root ``AGENTS.md``, when it has one."""
+
+
+@dataclass(frozen=True)
+class AgentInputs:
+    scope: ThreadScope
+    model: BaseChatModel
+    fallback: BaseChatModel | None
+    """Given only when it differs from ``model``."""
+    backend: SandboxBackend
+    tools: list[BaseTool]
+    checkpointer: BaseCheckpointSaver[Any]
+    inbox: InboxReader
+    sandbox_failures: SandboxFailureCounter
+    status: StatusReporter | None
+    notifier: SourceNotifier | None
+    checkout: Checkout | None
+    limits: RunLimits = field(default_factory=RunLimits)
+    branch_prefix: str = "drydock/"
+    auto_open_pr: bool = True
+    """The user lets the agent open pull requests without being asked (their profile's flag)."""
+
+
+GraphFactory = Callable[[AgentInputs], CompiledStateGraph[Any, Any, Any, Any]]
+"""A role's graph factory, as named in ``langgraph.json``."""

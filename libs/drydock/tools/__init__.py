@@ -1,0 +1,66 @@
+"""The flat registry of Drydock's own agent tools (DESIGN.md section 6).
+
+Each tool is one module exporting ``NAME`` and ``build(context) -> BaseTool``; it is registered
+here once and listed in the role that needs it. The framework's file, shell, search, task and
+planning tools come from ``deepagents`` and are not duplicated here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from langchain_core.tools import BaseTool
+
+from drydock.tools import (
+    fetch_url,
+    github_comment,
+    http_request,
+    linear,
+    open_pull_request,
+    request_review,
+    schedule_wakeup,
+    slack_reply,
+    update_pull_request,
+    web_search,
+)
+from drydock.tools.context import ThreadScope, ToolContext
+
+ToolFactory = Callable[[ToolContext], BaseTool]
+
+REGISTRY: dict[str, ToolFactory] = {
+    module.NAME: module.build
+    for module in (
+        http_request,
+        web_search,
+        fetch_url,
+        linear,
+        github_comment,
+        open_pull_request,
+        update_pull_request,
+        request_review,
+        schedule_wakeup,
+        slack_reply,
+    )
+}
+
+CODER_TOOLS: tuple[str, ...] = (
+    http_request.NAME,
+    web_search.NAME,
+    fetch_url.NAME,
+    linear.NAME,
+    github_comment.NAME,
+    open_pull_request.NAME,
+    update_pull_request.NAME,
+    request_review.NAME,
+    schedule_wakeup.NAME,
+    slack_reply.NAME,
+)
+"""The coder's tools, in the order the model sees them."""
+
+
+def build_tools(names: Iterable[str], context: ToolContext) -> list[BaseTool]:
+    """The tools named ``names``, bound to ``context``; unknown names raise :class:`KeyError`."""
+    return [REGISTRY[name](context) for name in names]
+
+
+__all__ = ["CODER_TOOLS", "REGISTRY", "ThreadScope", "ToolContext", "ToolFactory", "build_tools"]

@@ -1,0 +1,50 @@
+"""What a tool is built with: the thread it acts for and the service's live parts.
+
+Tools are built per run (:func:`drydock.tools.build_tools`), so a tool closes over the thread's
+scope instead of trusting the model to name the thread, repository or conversation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import httpx
+from redis.asyncio import Redis
+
+from drydock.bus import Bus
+from drydock.bus.envelopes import EventType, ReplyAddress, RunEvent
+from drydock.channels.outbound import Outbound
+from drydock.config import Settings
+from drydock.infra.redis import Keys
+from drydock.roles import Role
+
+
+@dataclass(frozen=True)
+class ThreadScope:
+    """The thread a run acts for."""
+
+    thread_id: str
+    run_id: str
+    role: Role
+    repository: str | None
+    """owner/name on the code host, when the thread has one."""
+    reply_to: ReplyAddress
+    """The conversation the thread came from."""
+    user_id: str | None = None
+    """The Drydock user who started the thread, when the author's account is linked."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    scope: ThreadScope
+    settings: Settings
+    bus: Bus
+    redis: Redis
+    keys: Keys
+    outbound: Outbound
+    http: httpx.AsyncClient
+    """A shared client for the network tools (no credentials attached)."""
+
+    async def emit(self, type: EventType, **data: object) -> None:
+        """Record what the tool did as a run event of the thread."""
+        await self.bus.emit(RunEvent(thread_id=self.scope.thread_id, run_id=self.scope.run_id, type=type, data=data))

@@ -1,0 +1,230 @@
+"""The network tools' guard against server-side request forgery, and the guarded request both
+use: only http(s), no loopback, private, link-local, reserved or multicast destination (unless
+``DRYDOCK_TOOLS_ALLOW_PRIVATE_ADDRESSES``), every redirect hop checked again, the body read up
+to ``fetch_max_bytes``, the whole exchange bounded by ``timeout``.
+
+The check resolves the host itself and the client resolves it again to connect, so a name whose
+answer changes in between (DNS rebinding) is not caught here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import ipaddress
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import httpx
+
+from drydock.config import ToolSettings
+
+MAX_REDIRECTS = 5
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_SCHEMES = frozenset({"http", "https"})
+_ORIGIN_BOUND = frozenset({"authorization", "cookie", "proxy-authorization"})
+_FRAMING = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+"""Headers the client sets itself; a caller's Host would address another site than the one checked."""
+_BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding", "transfer-encoding"})
+_DEFAULT_HEADERS = {"user-agent": "Drydock (coding agent)", "accept-encoding": "gzip, deflate"}
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class FetchError(Exception):
+    """A request that failed or was not made; the message is written for the model."""
+
+
+class Refused(FetchError):
+    """A destination the tools will not contact."""
+
+
+@dataclass(frozen=True)
+class Fetched:
+    url: httpx.URL
+    """Where the final response came from, after redirects."""
+    status_code: int
+    reason: str
+    headers: httpx.Headers
+    body: bytes
+    truncated: bool
+    """The body stopped at ``fetch_max_bytes``."""
+
+
+def _blocked(address: IPAddress) -> bool:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    # is_global alone lets multicast through, and is_private misses shared space (100.64/10).
+    return not address.is_global or address.is_multicast or address.is_reserved or address.is_unspecified
+
+
+def _require_web(url: httpx.URL) -> None:
+    if url.scheme not in _SCHEMES:
+        raise Refused(f"refused {url}: only http and https URLs can be fetched")
+    if not url.host:
+        raise Refused(f"refused {url}: the URL has no host")
+
+
+async def _require_public(url: httpx.URL) -> None:
+    try:
+        literal: IPAddress | None = ipaddress.ip_address(url.host)
+    except ValueError:
+        literal = None
+    if literal is not None:
+        addresses = {literal}
+    else:
+        loop = asyncio.get_running_loop()
+        try:
+            answers = await loop.getaddrinfo(url.host, url.port, type=socket.SOCK_STREAM)
+        except socket.gaierror as error:
+            raise FetchError(f"could not resolve {url.host}: {error.strerror}") from None
+        addresses = {ipaddress.ip_address(str(answer[4][0]).split("%")[0]) for answer in answers}
+    blocked = sorted(str(address) for address in addresses if _blocked(address))
+    if blocked:
+        raise Refused(
+            f"refused {url}: {url.host} resolves to a non-public address ({', '.join(blocked)}); "
+            "loopback, private, link-local and reserved networks are off limits "
+            "(an administrator can allow them for development with DRYDOCK_TOOLS_ALLOW_PRIVATE_ADDRESSES)"
+        )
+
+
+async def check_destination(url: httpx.URL, *, allow_private: bool) -> None:
+    """Raise :class:`Refused` unless ``url`` is http(s) to a host with only public addresses
+    (any host when ``allow_private``)."""
+    _require_web(url)
+    if not allow_private:
+        await _require_public(url)
+
+
+def _redirected(method: str, status: int) -> str:
+    if status == 303 and method != "HEAD":
+        return "GET"
+    if status in (301, 302) and method == "POST":
+        return "GET"
+    return method
+
+
+async def _read(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return b"".join(chunks)[:limit], True
+    return b"".join(chunks), False
+
+
+async def guarded_fetch(
+    http: httpx.AsyncClient,
+    method: str,
+    url: str,
+    *,
+    tools: ToolSettings,
+    headers: Mapping[str, str] | None = None,
+    content: bytes | None = None,
+    permit: Callable[[httpx.URL], None] | None = None,
+    accepts: Callable[[httpx.URL, httpx.Headers], None] | None = None,
+) -> Fetched:
+    """Send one request through ``http``, following up to :data:`MAX_REDIRECTS` redirects with
+    every hop checked by ``permit`` (which raises :class:`Refused`) and :func:`check_destination`.
+    ``accepts`` sees the final response's headers before its body is read and may raise
+    :class:`FetchError` to decline it.
+
+    Requests are built without the client's defaults and cookies, so nothing of ours reaches the
+    destination; origin-bound headers are dropped when a redirect leaves the origin.
+    """
+    try:
+        target = httpx.URL(url)
+    except httpx.InvalidURL as error:
+        raise Refused(f"refused {url!r}: not a valid URL ({error})") from None
+    sent = httpx.Headers(_DEFAULT_HEADERS)
+    sent.update({name: value for name, value in (headers or {}).items() if name.lower() not in _FRAMING})
+    try:
+        async with asyncio.timeout(tools.timeout):
+            for _ in range(MAX_REDIRECTS + 1):
+                _require_web(target)
+                # The caller's rule first: a host it refuses is not even resolved.
+                if permit is not None:
+                    permit(target)
+                if not tools.allow_private_addresses:
+                    await _require_public(target)
+                request = httpx.Request(method, target, headers=sent, content=content)
+                response = await http.send(request, stream=True, follow_redirects=False)
+                try:
+                    location = response.headers.get("location")
+                    if response.status_code in _REDIRECTS and location:
+                        following = response.url.join(location)
+                        if following.scheme != target.scheme or following.netloc != target.netloc:
+                            for name in _ORIGIN_BOUND:
+                                sent.pop(name, None)
+                        changed = _redirected(method, response.status_code)
+                        if changed != method:
+                            method, content = changed, None
+                            for name in _BODY_HEADERS:
+                                sent.pop(name, None)
+                        target = following
+                        continue
+                    if accepts is not None:
+                        accepts(response.url, response.headers)
+                    body, truncated = (b"", False) if method == "HEAD" else await _read(response, tools.fetch_max_bytes)
+                    return Fetched(
+                        response.url, response.status_code, response.reason_phrase, response.headers, body, truncated
+                    )
+                finally:
+                    await response.aclose()
+            raise FetchError(f"gave up on {url}: more than {MAX_REDIRECTS} redirects")
+    except TimeoutError:
+        raise FetchError(f"{method} {url} took longer than {tools.timeout:g} s and was abandoned") from None
+    except (httpx.HTTPError, httpx.InvalidURL) as error:
+        raise FetchError(f"{method} {url} failed: {type(error).__name__}: {error}") from None
+
+
+def media_type(headers: httpx.Headers) -> str:
+    """A response's media type without parameters, lower case; empty when not given."""
+    return str(headers.get("content-type", "")).split(";")[0].strip().lower()
+
+
+def _charset(fetched: Fetched) -> str:
+    for parameter in fetched.headers.get("content-type", "").split(";")[1:]:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            try:
+                return codecs.lookup(value.strip().strip('"')).name
+            except LookupError:
+                break
+    return "utf-8"
+
+
+def is_textual(kind: str) -> bool:
+    """Whether a media type is text a model can read."""
+    return (
+        kind.startswith("text/")
+        or kind.endswith(("+json", "+xml"))
+        or kind
+        in {
+            "application/json",
+            "application/xml",
+            "application/javascript",
+            "application/x-www-form-urlencoded",
+            "application/yaml",
+            "application/x-yaml",
+            "application/x-ndjson",
+        }
+    )
+
+
+def text_of(fetched: Fetched) -> str | None:
+    """The body as text, or None when it is binary (by its type, or undeclared and not UTF-8)."""
+    kind = media_type(fetched.headers)
+    if kind and not is_textual(kind):
+        return None
+    if not kind:
+        # A cut body may end inside a multi-byte character; only the cut may fail to decode.
+        whole = fetched.body[: -3 if fetched.truncated else None]
+        try:
+            whole.decode()
+        except UnicodeDecodeError:
+            return None
+    return fetched.body.decode(_charset(fetched), errors="replace")

@@ -1,0 +1,350 @@
+"""One thread run of an agent role, between taking the lease and releasing it (steps 2 and 3 of
+the run loop in DESIGN.md section 3).
+
+Per run: read the thread's metadata, resolve the model (thread, user, team, installation),
+ensure the sandbox and the repository's checkout, build the role's tools and a fresh agent
+from the role's graph factory, and run it against the thread's checkpoint. A run interrupted by
+a crash is resumed from its last checkpoint (the next step of the graph is still pending);
+otherwise a new turn starts, and the inbox middleware injects what arrived since the last one.
+
+What a run did is published as run events. Failures a person can act on (no model configured,
+a model choice the catalog rejects, the model endpoint failing for good, a repository that
+cannot be cloned, the sandbox circuit breaker) end the run with a notice in the source
+conversation and an ``error`` event; they are not retried, since retrying cannot fix them.
+Failures of our own infrastructure raise, so the wake is redelivered with backoff.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import openai
+import structlog
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+
+from drydock.accounts.store import AccountsStore
+from drydock.bus import Bus, EventType, RunEvent
+from drydock.bus.envelopes import ReplyAddress
+from drydock.channels.outbound import Outbound
+from drydock.config import Settings
+from drydock.graphs.inputs import AgentInputs, Checkout, GraphFactory
+from drydock.infra.redis import Keys
+from drydock.middleware import EmptyReplies, RunLimits, StopReason, stop_reason
+from drydock.models import ModelChoice, ModelError, Models
+from drydock.roles import Role
+from drydock.sandbox.backend import SandboxBackend
+from drydock.sandbox.errors import SandboxError
+from drydock.sandbox.lifecycle import SandboxManager
+from drydock.sandbox.snapshots import SnapshotStore
+from drydock.threads import Inbox, Lease
+from drydock.threads.fields import EFFORT, MODEL, OWNER, REPLY_TO, REPOSITORY
+from drydock.threads.metadata import ThreadMetadataStore
+from drydock.tools import build_tools
+from drydock.tools.context import ThreadScope, ToolContext
+from drydock.worker.sources import SourceNotices, SourceStatus
+
+log = structlog.get_logger(__name__)
+
+NO_MODEL_NOTICE = (
+    "I can't work on this yet: no model endpoint is configured for Drydock. An administrator sets "
+    "DRYDOCK_MODELS_API_KEY (OpenAI) or DRYDOCK_MODELS_BASE_URL (any OpenAI-compatible endpoint) "
+    "and restarts the workers; then mention me again."
+)
+CIRCUIT_OPEN_NOTICE = (
+    "I stopped: my sandbox failed {count} times in a row, so I am not retrying for now. Reply here to try again later."
+)
+RECURSION_LIMIT = 10_000
+"""Graph steps per run; the model-call limit (middleware 2) ends runs long before this."""
+
+
+class RunEnded(Exception):
+    """A run ended early for a reason told to the source conversation; the wake is done."""
+
+
+@dataclass(frozen=True)
+class RunParts:
+    """What every run of a worker process shares."""
+
+    role: Role
+    factory: GraphFactory
+    tool_names: Sequence[str]
+    settings: Settings
+    bus: Bus
+    redis: Any
+    keys: Keys
+    sandboxes: SandboxManager
+    checkpointer: BaseCheckpointSaver[Any]
+    outbound: Outbound
+    models: Models
+    http: httpx.AsyncClient
+    snapshots: SnapshotStore | None = None
+    """Saves the checkout at the end of each turn, so a recreated sandbox gets unpushed work back."""
+
+
+class AgentRuns:
+    """The ``run`` of a :class:`~drydock.worker.thread_runner.ThreadRunner`: runs one thread's
+    agent to the end of its turn and returns the inbox cursor after it."""
+
+    def __init__(self, parts: RunParts) -> None:
+        self.parts = parts
+        self.inbox = Inbox(parts.bus)
+        self.metadata = ThreadMetadataStore(parts.redis, parts.keys)
+        self.accounts = AccountsStore(parts.redis, parts.keys, host=parts.settings.github.host)
+        worker = parts.settings.worker
+        self.limits = RunLimits(model_calls=worker.step_limit, sandbox_failures=worker.sandbox_failure_limit)
+
+    async def __call__(self, thread_id: str, lease: Lease) -> int:
+        fields = await self.metadata.get(thread_id)
+        scope = ThreadScope(
+            thread_id=thread_id,
+            run_id=uuid.uuid4().hex,
+            role=self.parts.role,
+            repository=fields.get(REPOSITORY) or None,
+            reply_to=ReplyAddress.model_validate_json(fields[REPLY_TO]),
+            user_id=fields.get(OWNER) or None,
+        )
+        events = RunEvents(self.parts.bus, scope)
+        config: RunnableConfig = {
+            "configurable": {"thread_id": thread_id},
+            "recursion_limit": RECURSION_LIMIT,
+            "metadata": {"run_id": scope.run_id, "role": scope.role.value},
+        }
+        notices = SourceNotices(self.parts.outbound, scope.reply_to) if self._can_answer(scope) else None
+        bound = log.bind(thread_id=thread_id, run_id=scope.run_id, role=scope.role.value)
+        try:
+            return await self._run(scope, fields, config, events, notices, fence=lease.fence)
+        except RunEnded as ended:
+            bound.warning("run ended early", reason=str(ended))
+            if notices is not None:
+                await _best_effort(notices, str(ended), bound)
+            await events.emit(EventType.ERROR, error=str(ended))
+            return await self._cursor_after_unrun(thread_id, config)
+
+    def _can_answer(self, scope: ThreadScope) -> bool:
+        return self.parts.outbound.configured(scope.reply_to.channel)
+
+    async def _run(
+        self,
+        scope: ThreadScope,
+        fields: dict[str, str],
+        config: RunnableConfig,
+        events: RunEvents,
+        notices: SourceNotices | None,
+        *,
+        fence: int,
+    ) -> int:
+        parts = self.parts
+        if not parts.models.configured:
+            raise RunEnded(NO_MODEL_NOTICE)
+        profile = await self.accounts.profile(scope.user_id) if scope.user_id else None
+        team = await self.accounts.team()
+        team_choice = team.models.get(scope.role.value)
+        try:
+            resolved = parts.models.resolve(
+                thread=ModelChoice.of(fields.get(MODEL), fields.get(EFFORT), where="the thread's model"),
+                user=ModelChoice.of(profile.model, profile.effort, where="your profile") if profile else None,
+                team=ModelChoice.of(team_choice.model, team_choice.effort, where="the team default")
+                if team_choice
+                else None,
+            )
+        except ModelError as error:
+            raise RunEnded(f"I can't start: {error}.") from None
+        fallback = parts.models.fallback_for(resolved)
+        backend = await self._sandbox(scope)
+        checkout = await self._checkout(backend, scope.repository) if scope.repository else None
+        tools = build_tools(
+            parts.tool_names,
+            ToolContext(
+                scope=scope,
+                settings=parts.settings,
+                bus=parts.bus,
+                redis=parts.redis,
+                keys=parts.keys,
+                outbound=parts.outbound,
+                http=parts.http,
+            ),
+        )
+        agent = parts.factory(
+            AgentInputs(
+                scope=scope,
+                model=parts.models.chat_model(resolved),
+                fallback=parts.models.chat_model(fallback) if fallback is not None else None,
+                backend=backend,
+                tools=tools,
+                checkpointer=parts.checkpointer,
+                inbox=self.inbox,
+                sandbox_failures=parts.sandboxes.failures,
+                status=SourceStatus(parts.outbound, self.metadata, scope.thread_id, scope.reply_to)
+                if self._can_answer(scope)
+                else None,
+                notifier=notices,
+                checkout=checkout,
+                limits=self.limits,
+                branch_prefix=(profile.branch_prefix if profile and profile.branch_prefix else "drydock/"),
+                auto_open_pr=profile.auto_open_pr if profile else True,
+            )
+        )
+        await events.emit(
+            EventType.STARTED, model=resolved.id, effort=resolved.effort, sandbox_id=backend.id, fence=fence
+        )
+        cursor = await self._drive(agent, config, events)
+        if checkout is not None:
+            await self._snapshot(scope.thread_id, backend, checkout)
+        return cursor
+
+    async def _snapshot(self, thread_id: str, backend: SandboxBackend, checkout: Checkout) -> None:
+        if self.parts.snapshots is None:
+            return
+        relative = checkout.path.removeprefix(backend.handle.workspace.rstrip("/") + "/")
+        try:
+            await self.parts.snapshots.save(thread_id, backend, repo_dir=relative)
+        except Exception as error:
+            # The run's work is done and checkpointed; a missing snapshot only matters if this
+            # sandbox is lost before the next one, so it must not fail the run.
+            log.warning("snapshot after the turn failed", thread_id=thread_id, error=repr(error))
+
+    async def _sandbox(self, scope: ThreadScope) -> SandboxBackend:
+        sandboxes = self.parts.sandboxes
+        try:
+            return await sandboxes.ensure_sandbox(scope.thread_id)
+        except SandboxError:
+            count = await sandboxes.failures.count(scope.thread_id)
+            if count >= self.limits.sandbox_failures:
+                raise RunEnded(CIRCUIT_OPEN_NOTICE.format(count=count)) from None
+            raise
+
+    async def _checkout(self, backend: SandboxBackend, repository: str) -> Checkout:
+        """Clone ``repository`` into the sandbox's workspace unless it is there (through the
+        credential proxy, by the grant's git rules); read its default branch and root AGENTS.md."""
+        path = f"{backend.handle.workspace.rstrip('/')}/{repository.rsplit('/', 1)[-1]}"
+        url = f"https://{self.parts.settings.github.host}/{repository}.git"
+        where = shlex.quote(path)
+        script = "\n".join(
+            [
+                "set -e",
+                f"if [ ! -d {where}/.git ]; then git clone --quiet {shlex.quote(url)} {where}; fi",
+                f"git -C {where} symbolic-ref --quiet --short refs/remotes/origin/HEAD || true",
+            ]
+        )
+        result = await backend.run(script, time_limit=600)
+        if result.exit_code != 0:
+            tail = result.output.strip()[-600:]
+            raise RunEnded(f"I could not clone {repository} into my sandbox:\n```\n{tail}\n```")
+        default_branch = (
+            result.output.strip().splitlines()[-1].removeprefix("origin/") if result.output.strip() else None
+        )
+        agents_md = (await backend.adownload_files([f"{path}/AGENTS.md"]))[0]
+        instructions = agents_md.content.decode(errors="replace") if agents_md.content is not None else None
+        return Checkout(repository=repository, path=path, default_branch=default_branch, instructions=instructions)
+
+    async def _drive(
+        self, agent: CompiledStateGraph[Any, Any, Any, Any], config: RunnableConfig, events: RunEvents
+    ) -> int:
+        pending = (await agent.aget_state(config)).next
+        # A run that died mid-turn resumes from its checkpoint; otherwise a new turn begins.
+        turn: dict[str, Any] | None = None if pending else {"messages": []}
+        try:
+            async for update in agent.astream(turn, config, stream_mode="updates", durability="sync"):
+                await events.from_update(update)
+        except (openai.APIError, EmptyReplies) as error:
+            detail = _failure_text(error)
+            raise RunEnded(f"I stopped because the model failed: {detail}. Reply here to retry.") from None
+        values = (await agent.aget_state(config)).values
+        reason = stop_reason(values.get("messages", []))
+        if reason is StopReason.STEP_LIMIT:
+            await events.emit(EventType.STEP_LIMIT, model_calls=self.limits.model_calls)
+        elif reason is StopReason.SANDBOX_FAILURES:
+            await events.emit(EventType.ERROR, error="the sandbox circuit breaker stopped the run")
+        else:
+            await events.emit(EventType.COMPLETED, summary=_last_text(values.get("messages", [])))
+        return int(values.get("inbox_cursor", 0))
+
+    async def _cursor_after_unrun(self, thread_id: str, config: RunnableConfig) -> int:
+        """The inbox cursor after a run that ended early: everything queued counts as seen for
+        this wake (the notice answered it), but the checkpoint keeps the older cursor, so the
+        messages reach the agent once a run works again."""
+        saved = await self.parts.checkpointer.aget_tuple(config)
+        cursor = int(saved.checkpoint["channel_values"].get("inbox_cursor", 0)) if saved is not None else 0
+        queued = await self.inbox.read_after(thread_id, cursor)
+        return queued[-1].seq if queued else cursor
+
+
+class RunEvents:
+    """Publishes a run's events on ``drydock.event.{thread}.{type}``."""
+
+    def __init__(self, bus: Bus, scope: ThreadScope) -> None:
+        self._bus = bus
+        self._scope = scope
+
+    async def emit(self, type: EventType, **data: Any) -> None:
+        await self._bus.emit(RunEvent(thread_id=self._scope.thread_id, run_id=self._scope.run_id, type=type, data=data))
+
+    async def from_update(self, update: Any) -> None:
+        """Events for one graph step's update: a model call, or the tool calls it answered."""
+        if not isinstance(update, dict):
+            return
+        for node, change in update.items():
+            for message in _messages(change):
+                if node == "model" and isinstance(message, AIMessage):
+                    usage: Mapping[str, Any] = message.usage_metadata or {}
+                    await self.emit(
+                        EventType.MODEL_CALL,
+                        tool_calls=[call["name"] for call in message.tool_calls],
+                        arguments=[_brief(call["args"]) for call in message.tool_calls],
+                        text=message.text[:500],
+                        input_tokens=usage.get("input_tokens"),
+                        output_tokens=usage.get("output_tokens"),
+                    )
+                elif node == "tools" and isinstance(message, ToolMessage):
+                    await self.emit(
+                        EventType.TOOL_CALL, name=message.name, status=message.status, output=message.text[:500]
+                    )
+
+
+def _messages(change: Any) -> list[BaseMessage]:
+    changes = change if isinstance(change, list) else [change]
+    found: list[BaseMessage] = []
+    for item in changes:
+        messages = item.get("messages") if isinstance(item, dict) else None
+        if isinstance(messages, list):
+            found += [m for m in messages if isinstance(m, BaseMessage)]
+    return found
+
+
+def _brief(arguments: Mapping[str, Any]) -> str:
+    """A tool call's arguments for an event: JSON, cut short."""
+    text = json.dumps(arguments, ensure_ascii=False, default=str)
+    return text if len(text) <= 300 else text[:299] + "…"
+
+
+def _last_text(messages: Sequence[BaseMessage]) -> str:
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and message.text.strip():
+            return message.text[:1000]
+    return ""
+
+
+def _failure_text(error: Exception) -> str:
+    if isinstance(error, openai.APIStatusError):
+        return f"the model endpoint answered {error.status_code} ({error.message})"
+    if isinstance(error, openai.APITimeoutError):
+        return "the model endpoint timed out"
+    if isinstance(error, openai.APIConnectionError):
+        return "the model endpoint could not be reached"
+    return str(error)
+
+
+async def _best_effort(notices: SourceNotices, text: str, bound: Any) -> None:
+    try:
+        await notices.notify(text)
+    except Exception as error:
+        bound.warning("notice to the source failed", error=repr(error))

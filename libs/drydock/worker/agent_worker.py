@@ -1,0 +1,147 @@
+"""A whole agent worker for one role: the wake consumer, the thread runner, and everything a
+run needs, wired from a service's runtime. The coder, reviewer and analyzer workers differ only
+in their role, their graph (from ``langgraph.json``) and their tool list."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+import httpx
+import structlog
+
+from drydock.channels.outbound import Outbound
+from drydock.checkpoints import open_checkpointer
+from drydock.credentials import CipherError, ProxyCredentials
+from drydock.graphs.manifest import Manifest
+from drydock.models import Models
+from drydock.roles import Role
+from drydock.runtime import Runtime
+from drydock.sandbox.credentials import NoProxy, SandboxCredentials
+from drydock.sandbox.lifecycle import SandboxManager
+from drydock.sandbox.snapshots import SnapshotStore
+from drydock.scheduler import Wakeups
+from drydock.threads import Inbox, Leases
+from drydock.worker.agent_runs import AgentRuns, RunParts
+from drydock.worker.thread_runner import ThreadRunner
+from drydock.worker.wake_consumer import WakeConsumer
+
+log = structlog.get_logger(__name__)
+
+REAP_INTERVAL = 60.0
+
+
+@dataclass(frozen=True)
+class AgentWorker:
+    role: Role
+    consumer: WakeConsumer
+    runs: AgentRuns
+    sandboxes: SandboxManager
+    wakeups: Wakeups
+    wakeup_poll: float
+
+    async def run(self) -> None:
+        """Consume wakes, fire due wake-ups and reap idle sandboxes until cancelled; unfinished
+        wakes are handed back."""
+        stop = asyncio.Event()
+        background = [
+            asyncio.create_task(self.sandboxes.reap_forever(REAP_INTERVAL), name="sandbox-reaper"),
+            asyncio.create_task(
+                self.wakeups.run_forever(self.runs.parts.bus, interval=self.wakeup_poll, stop=stop), name="wakeups"
+            ),
+        ]
+        try:
+            await self.consumer.run()
+        finally:
+            stop.set()
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+
+
+def _credentials(runtime: Runtime) -> tuple[SandboxCredentials, ProxyCredentials | None]:
+    try:
+        broker = ProxyCredentials.from_runtime(runtime)
+    except CipherError as error:
+        log.error("sandboxes get no code host access: credentials cannot be stored", reason=str(error))
+        return NoProxy(), None
+    return broker, broker
+
+
+@contextlib.asynccontextmanager
+async def agent_worker(
+    runtime: Runtime,
+    role: Role,
+    tool_names: Sequence[str],
+    *,
+    manifest: Manifest | None = None,
+    owner: str | None = None,
+    outbound: Outbound | None = None,
+) -> AsyncIterator[AgentWorker]:
+    """Build the worker of ``role`` on ``runtime``; close what it opened on exit.
+
+    Raises :class:`~drydock.models.ModelError` when the configured default or fallback model is
+    not in the catalog, and :class:`~drydock.graphs.manifest.ManifestError` when the role has no
+    graph.
+    """
+    settings = runtime.settings
+    factory = (manifest or Manifest.load()).graph_factory(role)
+    models = Models(settings.models)
+    if not models.configured:
+        log.warning("no model endpoint is configured; threads will be answered with how to configure one")
+    owner = owner or f"{role.value}@{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+    credentials, broker = _credentials(runtime)
+    snapshots = SnapshotStore(runtime.bus.js, settings.snapshots)
+    async with contextlib.AsyncExitStack() as stack:
+        if broker is not None:
+            stack.push_async_callback(broker.aclose)
+        checkpointer = await stack.enter_async_context(open_checkpointer(settings.redis))
+        if outbound is None:
+            outbound = Outbound.from_settings(settings)
+            stack.push_async_callback(outbound.aclose)
+        http = await stack.enter_async_context(
+            httpx.AsyncClient(timeout=settings.tools.timeout, follow_redirects=False, trust_env=False)
+        )
+        sandboxes = SandboxManager.from_runtime(runtime, credentials=credentials, snapshots=snapshots)
+        stack.push_async_callback(sandboxes.aclose)
+        runs = AgentRuns(
+            RunParts(
+                role=role,
+                factory=factory,
+                tool_names=tool_names,
+                settings=settings,
+                bus=runtime.bus,
+                redis=runtime.redis,
+                keys=runtime.keys,
+                sandboxes=sandboxes,
+                checkpointer=checkpointer,
+                outbound=outbound,
+                models=models,
+                http=http,
+                snapshots=snapshots,
+            )
+        )
+        runner = ThreadRunner(
+            Leases(runtime.redis, runtime.keys, ttl=settings.lease.ttl), Inbox(runtime.bus), runs, owner=owner
+        )
+        consumer = WakeConsumer(
+            runtime.bus,
+            role,
+            runner,
+            concurrency=settings.worker.concurrency,
+            heartbeat=settings.worker.heartbeat.total_seconds(),
+            max_deliver=settings.nats.run_max_deliver,
+        )
+        yield AgentWorker(
+            role,
+            consumer,
+            runs,
+            sandboxes,
+            Wakeups(runtime.redis, runtime.keys),
+            settings.worker.wakeup_poll.total_seconds(),
+        )

@@ -1,0 +1,43 @@
+"""The middleware's channel-facing protocols, bound to one thread's source conversation: the
+status indicator (:class:`SourceStatus`) and notices (:class:`SourceNotices`), both over
+:class:`~drydock.channels.outbound.Outbound`."""
+
+from __future__ import annotations
+
+from drydock.bus.envelopes import ReplyAddress
+from drydock.channels.outbound import Outbound
+from drydock.channels.run_status import RunStatus
+from drydock.threads.fields import REPLY_TO
+from drydock.threads.metadata import ThreadMetadataStore
+
+
+class SourceStatus:
+    """Shows a run's status in the source's indicator. Fields the channel hands back (the id of a
+    GitHub check run) are kept in the thread's reply address, so the next run updates the same
+    indicator instead of creating another."""
+
+    def __init__(
+        self, outbound: Outbound, metadata: ThreadMetadataStore, thread_id: str, address: ReplyAddress
+    ) -> None:
+        self._outbound = outbound
+        self._metadata = metadata
+        self._thread_id = thread_id
+        self.address = address
+
+    async def show(self, status: RunStatus, detail: str = "") -> None:
+        kept = await self._outbound.show_status(self.address, status, detail)
+        if not kept:
+            return
+        self.address = self.address.model_copy(update={"address": {**self.address.address, **kept}})
+        await self._metadata.update(self._thread_id, lambda _fields: {REPLY_TO: self.address.model_dump_json()})
+
+
+class SourceNotices:
+    """Posts notices (the step limit, the circuit breaker, failures) to the source conversation."""
+
+    def __init__(self, outbound: Outbound, address: ReplyAddress) -> None:
+        self._outbound = outbound
+        self._address = address
+
+    async def notify(self, text: str) -> None:
+        await self._outbound.reply(self._address, text)

@@ -1,0 +1,266 @@
+"""The whole pipeline on one machine, for the end-to-end tests and ``pdm run demo``: embedded
+NATS and Valkey of its own, the real ingress, credential proxy and coder worker, local
+sandboxes, real git against an upstream git server, and test doubles of GitHub, Slack, Linear
+and the model endpoint.
+
+``async with pipeline(root, script) as stage:`` starts everything; ``stage.deliver_github(...)``
+sends a signed webhook to the ingress like GitHub would; the worker runs the scripted model's
+tool calls in a local sandbox. ``stage.start_worker_process()`` runs a coder worker as a
+separate ``drydock serve coder-worker`` process (so a test can SIGKILL it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+from cryptography.fernet import Fernet
+
+from drydock.accounts import AccountsStore, RepositorySettings, TeamDefaults
+from drydock.bus import RunEvent, subjects
+from drydock.bus.streams import EVENTS_STREAM
+from drydock.channels.outbound import Outbound
+from drydock.config import Settings, load_settings
+from drydock.http import create_app
+from drydock.infra.embedded import embedded_infrastructure
+from drydock.roles import Role
+from drydock.runtime import Runtime, open_runtime
+from drydock.threads import Inbox
+from drydock.threads.pr_records import PullRequestRecords
+from drydock.tools import CODER_TOOLS
+from drydock.worker.agent_worker import agent_worker
+from services.credential_proxy.server import serving
+from services.ingress.accept import Ingress
+from services.ingress.webhooks import webhook_router
+from tests.fakes import signing
+from tests.fakes.git_server import GitServer
+from tests.fakes.github import App, FakeGitHub, Installation
+from tests.fakes.github.activity import activity_of
+from tests.fakes.linear import FakeLinear
+from tests.fakes.loopback import LoopbackServer
+from tests.fakes.openai_server import Script, ScriptedModelServer
+from tests.fakes.slack import FakeSlack
+
+GITHUB_SECRET = "e2e-github-secret"
+SLACK_SECRET = "e2e-slack-secret"
+LINEAR_SECRET = "e2e-linear-secret"
+ORG = "acme"
+REPOSITORY = "acme/widgets"
+MEMBER = "octocat"
+MODEL = "gpt-5.1"
+PERMISSIONS = {
+    "contents": "write",
+    "metadata": "read",
+    "pull_requests": "write",
+    "issues": "write",
+    "checks": "write",
+    "members": "read",
+}
+
+REPOSITORY_FILES: dict[str, bytes] = {
+    "README.md": b"# widgets\n\nSmall arithmetic helpers.\n",
+    "AGENTS.md": b"# Agents\n\nRun the tests with `python3 -m unittest -q` before committing.\n",
+    "calc.py": b"def add(a, b):\n    return a - b\n",
+    "test_calc.py": (
+        b"import unittest\n\nfrom calc import add\n\n\n"
+        b"class AddTest(unittest.TestCase):\n"
+        b"    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n\n"
+        b"if __name__ == '__main__':\n    unittest.main()\n"
+    ),
+}
+
+T = TypeVar("T")
+
+
+def _env_value(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, list | dict) else str(value)
+
+
+def settings_environment(overrides: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """The ``DRYDOCK_*`` variables that configure a separate process like ``overrides``."""
+    return {
+        f"DRYDOCK_{section}_{name}".upper(): _env_value(value)
+        for section, values in overrides.items()
+        for name, value in values.items()
+        if value is not None
+    }
+
+
+@dataclass
+class Stage:
+    """The running pipeline and what a test needs to drive and observe it."""
+
+    settings: Settings
+    overrides: dict[str, dict[str, Any]]
+    runtime: Runtime
+    github: FakeGitHub
+    app: App
+    installation: Installation
+    git: GitServer
+    slack: FakeSlack
+    linear: FakeLinear
+    model: ScriptedModelServer
+    ingress: httpx.AsyncClient
+    root: Path
+    processes: list[asyncio.subprocess.Process] = field(default_factory=list)
+
+    @property
+    def accounts(self) -> AccountsStore:
+        return AccountsStore(self.runtime.redis, self.runtime.keys, host=self.settings.github.host)
+
+    @property
+    def records(self) -> PullRequestRecords:
+        return PullRequestRecords(self.runtime.redis, self.runtime.keys)
+
+    async def deliver_github(self, event: str, payload: dict[str, Any]) -> httpx.Response:
+        request = signing.github(GITHUB_SECRET, event, payload)
+        return await self.ingress.post(request.path, content=request.body, headers=request.headers)
+
+    async def deliver_slack(self, payload: dict[str, Any]) -> httpx.Response:
+        request = signing.slack_event(SLACK_SECRET, payload)
+        return await self.ingress.post(request.path, content=request.body, headers=request.headers)
+
+    async def deliver_linear(self, payload: dict[str, Any]) -> httpx.Response:
+        request = signing.linear(LINEAR_SECRET, payload)
+        return await self.ingress.post(request.path, content=request.body, headers=request.headers)
+
+    async def events(self, thread_id: str) -> list[RunEvent]:
+        """Every run event of the thread so far, oldest first."""
+        found: list[RunEvent] = []
+        subscription = await self.runtime.bus.js.subscribe(
+            subjects.events_of(thread_id), stream=EVENTS_STREAM, ordered_consumer=True
+        )
+        try:
+            pending = (await subscription.consumer_info()).num_pending or 0
+            for _ in range(pending):
+                message = await subscription.next_msg(timeout=5)
+                found.append(RunEvent.model_validate_json(message.data))
+        finally:
+            await subscription.unsubscribe()
+        return found
+
+    async def inbox_size(self, thread_id: str) -> int:
+        return len(await Inbox(self.runtime.bus).read_after(thread_id))
+
+    async def start_worker_process(self, *, name: str = "worker") -> asyncio.subprocess.Process:
+        """``drydock serve coder-worker`` as a separate process on this pipeline."""
+        environment = {key: value for key, value in os.environ.items() if not key.startswith("DRYDOCK_")}
+        environment |= settings_environment(self.overrides) | {"DRYDOCK_HTTP_HEALTH_LISTENER": "false"}
+        log = (self.root / f"{name}.log").open("wb")
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "drydock", "serve", "coder-worker", env=environment, stdout=log, stderr=log
+        )
+        log.close()
+        self.processes.append(process)
+        return process
+
+
+async def eventually(check: Callable[[], Awaitable[T | None]], *, within: float = 30.0, what: str = "") -> T:
+    """Poll ``check`` until it returns something other than None/False."""
+    deadline = time.monotonic() + within
+    while True:
+        found = await check()
+        if found is not None and found is not False:
+            return found
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up waiting for {what or check}")
+        await asyncio.sleep(0.05)
+
+
+@contextlib.asynccontextmanager
+async def pipeline(
+    root: Path,
+    script: Script | None = None,
+    *,
+    scripts: Mapping[str, Script] | None = None,
+    in_process_worker: bool = True,
+    model_configured: bool = True,
+    **sections: dict[str, Any],
+) -> AsyncIterator[Stage]:
+    """Start everything under ``root``; ``sections`` override settings (``worker={...}``)."""
+    async with contextlib.AsyncExitStack() as stack:
+        urls = await stack.enter_async_context(embedded_infrastructure())
+        github = await stack.enter_async_context(FakeGitHub())
+        app = github.create_app("drydock")
+        installation = github.install(app, ORG, ["widgets"], permissions=PERMISSIONS)
+        activity_of(github.state).add_member(ORG, MEMBER)
+        git = await stack.enter_async_context(GitServer(root / "upstream", authorize=github.git_access))
+        await git.create_repository(REPOSITORY, REPOSITORY_FILES)
+        slack = await stack.enter_async_context(FakeSlack())
+        linear = await stack.enter_async_context(FakeLinear())
+        model = await stack.enter_async_context(ScriptedModelServer(script, scripts=scripts))
+        overrides: dict[str, dict[str, Any]] = {
+            "redis": {"url": urls.redis},
+            "github": {
+                "api_url": github.base_url,
+                "app_id": app.id,
+                "app_slug": app.slug,
+                "private_key": app.private_key_pem,
+                "webhook_secret": GITHUB_SECRET,
+            },
+            "slack": {"api_url": slack.api_url, "bot_token": slack.state.token, "signing_secret": SLACK_SECRET},
+            "linear": {"api_url": linear.api_url, "api_key": linear.state.api_key, "webhook_secret": LINEAR_SECRET},
+            "crypto": {"keys": [Fernet.generate_key().decode()]},
+            "proxy": {"port": 0, "egress_port": 0, "git_upstream": git.base_url},
+            "models": {"base_url": model.base_url, "api_key": "e2e-key", "default": MODEL, "max_retries": 0}
+            if model_configured
+            else {},
+            "sandbox": {"local_root": str(root / "sandboxes")},
+            "worker": {"heartbeat": 1},
+            "lease": {"ttl": 5},
+            "nats": {"url": urls.nats, "run_ack_wait": 10},
+        }
+        for name, values in sections.items():
+            overrides[name] = {**overrides.get(name, {}), **values}
+        settings = load_settings(**overrides)
+        runtime = await stack.enter_async_context(open_runtime(settings, name="e2e"))
+        listening = await stack.enter_async_context(serving(runtime))
+        overrides["proxy"] |= {"url": listening.url, "egress_url": listening.egress_url}
+        settings = load_settings(**overrides)
+        runtime = replace(runtime, settings=settings)
+        accounts = AccountsStore(runtime.redis, runtime.keys, host=settings.github.host)
+        await accounts.save_team(TeamDefaults(allowed_organizations=(ORG,), default_repository=REPOSITORY))
+        await accounts.save_repository(RepositorySettings(full_name=REPOSITORY, reviewer=False))
+
+        ingress = Ingress.from_runtime(runtime)
+        stack.push_async_callback(ingress.aclose)
+        server = await stack.enter_async_context(
+            LoopbackServer(create_app("ingress", runtime, [lambda _: webhook_router(ingress)]), lifespan=True)
+        )
+        client = await stack.enter_async_context(httpx.AsyncClient(base_url=server.base_url, timeout=30))
+        stage = Stage(settings, overrides, runtime, github, app, installation, git, slack, linear, model, client, root)
+        stack.push_async_callback(_stop_processes, stage)
+        if in_process_worker:
+            outbound = Outbound.from_settings(settings)
+            stack.push_async_callback(outbound.aclose)
+            worker = await stack.enter_async_context(agent_worker(runtime, Role.CODER, CODER_TOOLS, outbound=outbound))
+            task = asyncio.create_task(worker.run(), name="coder-worker")
+            stack.push_async_callback(_cancel, task)
+        yield stage
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def _stop_processes(stage: Stage) -> None:
+    for process in stage.processes:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+    for process in stage.processes:
+        try:
+            await asyncio.wait_for(process.wait(), 10)
+        except TimeoutError:
+            process.kill()
+            await process.wait()

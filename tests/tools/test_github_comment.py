@@ -1,0 +1,120 @@
+"""``github_comment`` against the fake GitHub: where the comment goes, as whom, and what the
+thread records about it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from redis.asyncio import Redis
+
+from drydock.bus import Bus
+from drydock.bus.envelopes import Channel, EventType, ReplyAddress
+from drydock.channels.outbound import Outbound
+from drydock.config import Settings
+from drydock.infra.redis import Keys
+from drydock.threads.pr_records import PullRequestRecord, PullRequestRecords
+from drydock.tools import github_comment
+from tests.tools.channel_fixtures import GithubWorld, github_world, last_event
+from tests.tools.conftest import REPOSITORY, MakeContext, github_reply_to
+
+
+@pytest.fixture(scope="module")
+async def github() -> AsyncIterator[GithubWorld]:
+    async with github_world() as world:
+        yield world
+
+
+@pytest.fixture
+async def outbound(settings: Settings, github: GithubWorld) -> AsyncIterator[Outbound]:
+    clients = Outbound.from_settings(github.settings(settings))
+    yield clients
+    await clients.aclose()
+
+
+class TestTarget:
+    async def test_without_a_number_it_comments_on_the_thread_s_own_issue(
+        self, github: GithubWorld, outbound: Outbound, make_context: MakeContext, bus: Bus, thread_id: str
+    ) -> None:
+        github.activity.open_issue(REPOSITORY, 7)
+        tool = github_comment.build(make_context(reply_to=github_reply_to(number=7), outbound=outbound))
+
+        result = await tool.ainvoke({"body": "Working on it."})
+
+        comments = github.activity.comments_on(REPOSITORY, 7)
+        assert [comment.body for comment in comments] == ["Working on it."]
+        assert comments[0].login == "drydock[bot]"
+        assert result["number"] == 7
+        assert result["html_url"].endswith(f"#issuecomment-{comments[0].id}")
+        event = await last_event(bus, thread_id, EventType.MESSAGE_POSTED)
+        assert event is not None
+        assert event.data == {"channel": "github", "target": f"{REPOSITORY}#7", "url": result["html_url"]}
+
+    async def test_a_number_names_another_issue(
+        self, github: GithubWorld, outbound: Outbound, make_context: MakeContext
+    ) -> None:
+        github.activity.open_issue(REPOSITORY, 21)
+        tool = github_comment.build(make_context(reply_to=github_reply_to(number=7), outbound=outbound))
+
+        await tool.ainvoke({"body": "See also #7.", "number": 21})
+
+        assert [comment.body for comment in github.activity.comments_on(REPOSITORY, 21)] == ["See also #7."]
+
+    async def test_a_thread_from_elsewhere_comments_on_its_only_pull_request(
+        self,
+        github: GithubWorld,
+        outbound: Outbound,
+        make_context: MakeContext,
+        redis: Redis,
+        keys: Keys,
+        thread_id: str,
+    ) -> None:
+        github.activity.open_issue(REPOSITORY, 31, pull_request=True)
+        await PullRequestRecords(redis, keys).record(
+            PullRequestRecord("github.com", REPOSITORY, 31, thread_id, "drydock/abc-fix")
+        )
+        slack = ReplyAddress(channel=Channel.SLACK, address={"team": "T1", "channel": "C1", "thread_ts": "1.2"})
+        tool = github_comment.build(make_context(reply_to=slack, outbound=outbound))
+
+        await tool.ainvoke({"body": "Ready for review."})
+
+        assert [comment.body for comment in github.activity.comments_on(REPOSITORY, 31)] == ["Ready for review."]
+
+    async def test_a_thread_from_elsewhere_without_a_pull_request_must_name_the_number(
+        self, outbound: Outbound, make_context: MakeContext
+    ) -> None:
+        slack = ReplyAddress(channel=Channel.SLACK, address={"team": "T1", "channel": "C1", "thread_ts": "1.2"})
+        tool = github_comment.build(make_context(reply_to=slack, outbound=outbound))
+
+        answer = await tool.ainvoke({"body": "hello"})
+
+        assert "say which one with `number`" in answer
+
+
+class TestRefusals:
+    async def test_an_issue_that_does_not_exist_is_reported_and_nothing_is_posted(
+        self, github: GithubWorld, outbound: Outbound, make_context: MakeContext, bus: Bus, thread_id: str
+    ) -> None:
+        tool = github_comment.build(make_context(outbound=outbound))
+
+        answer = await tool.ainvoke({"body": "hello", "number": 4040})
+
+        assert "404" in answer
+        assert github.activity.comments_on(REPOSITORY, 4040) == []
+        assert await last_event(bus, thread_id, EventType.MESSAGE_POSTED) is None
+
+    async def test_without_github_credentials_it_says_so(self, make_context: MakeContext) -> None:
+        tool = github_comment.build(make_context())
+
+        answer = await tool.ainvoke({"body": "hello", "number": 1})
+
+        assert answer == "GitHub is not configured for this Drydock installation."
+
+    async def test_a_thread_without_a_repository_is_refused(
+        self, outbound: Outbound, make_context: MakeContext
+    ) -> None:
+        tool = github_comment.build(make_context(repository=None, outbound=outbound))
+
+        answer = await tool.ainvoke({"body": "hello", "number": 1})
+
+        assert answer == "This thread has no repository on GitHub."
