@@ -48,7 +48,7 @@ from tests.fakes.github import App, FakeGitHub, Installation
 from tests.fakes.github.activity import activity_of
 from tests.fakes.linear import FakeLinear
 from tests.fakes.loopback import LoopbackServer
-from tests.fakes.openai_server import Script, ScriptedModelServer
+from tests.fakes.openai_server import Responder, Script, ScriptedModelServer
 from tests.fakes.slack import FakeSlack
 
 GITHUB_SECRET = "e2e-github-secret"
@@ -183,6 +183,8 @@ async def pipeline(
     script: Script | None = None,
     *,
     scripts: Mapping[str, Script] | None = None,
+    responder: Responder | None = None,
+    model_latency: float = 0.0,
     in_process_worker: bool = True,
     model_configured: bool = True,
     **sections: dict[str, Any],
@@ -198,7 +200,9 @@ async def pipeline(
         await git.create_repository(REPOSITORY, REPOSITORY_FILES)
         slack = await stack.enter_async_context(FakeSlack())
         linear = await stack.enter_async_context(FakeLinear())
-        model = await stack.enter_async_context(ScriptedModelServer(script, scripts=scripts))
+        model = await stack.enter_async_context(
+            ScriptedModelServer(script, scripts=scripts, responder=responder, latency=model_latency)
+        )
         overrides: dict[str, dict[str, Any]] = {
             "redis": {"url": urls.redis},
             "github": {

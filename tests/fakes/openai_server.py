@@ -26,7 +26,7 @@ import itertools
 import json
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -145,6 +145,8 @@ class ReceivedRequest:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    received_at: float = field(default_factory=time.monotonic)
+    """``time.monotonic()`` when the request arrived."""
 
     @property
     def model(self) -> str:
@@ -175,12 +177,18 @@ class ReceivedRequest:
         return found
 
 
+Responder = Callable[[ReceivedRequest], Script | None]
+"""Chooses the answer from the request itself (its first step is used); ``None`` falls back to
+the scripts. For many concurrent conversations, whose requests interleave in any order."""
+
+
 @dataclass
 class _State:
     default: Script
     scripts: dict[str, Script]
     latency: float
     api_key: str | None
+    responder: Responder | None = None
     requests: list[ReceivedRequest] = field(default_factory=list)
     unscripted: list[ReceivedRequest] = field(default_factory=list)
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -291,7 +299,8 @@ def _create_app(state: _State) -> FastAPI:
             state.arrived.notify_all()
         if state.api_key is not None and request.headers.get("authorization") != f"Bearer {state.api_key}":
             return _error_response(_failure(401), request_id)
-        step = state.scripts.get(received.model, state.default).next_step()
+        script = state.responder(received) if state.responder is not None else None
+        step = (script or state.scripts.get(received.model, state.default)).next_step()
         if step is None:
             state.unscripted.append(received)
             message = f"the scripted model server has no step left for request {number} (model {received.model})"
@@ -312,7 +321,8 @@ class ScriptedModelServer:
     ``server.base_url`` (the API root, ending in ``/v1``) on a free loopback port.
 
     ``latency`` delays every answer without a latency of its own; ``api_key`` makes the server
-    answer 401 to requests without ``Authorization: Bearer <api_key>``.
+    answer 401 to requests without ``Authorization: Bearer <api_key>``; ``responder`` picks each
+    answer from the request instead of the scripts' order.
     """
 
     def __init__(
@@ -322,8 +332,9 @@ class ScriptedModelServer:
         scripts: Mapping[str, Script] | None = None,
         latency: float = 0.0,
         api_key: str | None = None,
+        responder: Responder | None = None,
     ) -> None:
-        self._state = _State(script or Script(), dict(scripts or {}), latency, api_key)
+        self._state = _State(script or Script(), dict(scripts or {}), latency, api_key, responder)
         self._server = LoopbackServer(_create_app(self._state))
 
     @property
