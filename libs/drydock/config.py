@@ -408,9 +408,108 @@ class ModelSettings(BaseModel):
         return value.rstrip("/") if value is not None else None
 
 
+_TEAM = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?/[A-Za-z0-9_.-]+$")
+
+
 class DashboardSettings(BaseModel):
-    public_url: str = Field(default="http://127.0.0.1:8000")
-    dev_login: bool = False
+    """The dashboard (``DRYDOCK_DASHBOARD_*``): where browsers reach it, how people sign in (GitHub
+    OAuth, optionally a generic OpenID Connect provider, a development login), who administers
+    it, and its sessions."""
+
+    public_url: str = Field(
+        default="http://127.0.0.1:8000",
+        description="The dashboard's URL as browsers reach it; sign-in callbacks and the accepted Origin derive "
+        "from it.",
+    )
+    dev_login: bool = Field(
+        default=False,
+        description="A sign-in form that takes any login without a password, for development; refused "
+        "(and logged) when DRYDOCK_ENVIRONMENT is production. The Helm chart never sets it.",
+    )
+    github_client_id: str | None = Field(
+        default=None, description="The GitHub App's (or an OAuth App's) client id; unset: no GitHub sign-in."
+    )
+    github_client_secret: SecretStr | None = None
+    github_web_url: str | None = Field(
+        default=None,
+        description="Where browsers reach the code host to sign in; unset: https://{DRYDOCK_GITHUB_HOST}.",
+    )
+    github_scopes: str = Field(
+        default="read:user read:org",
+        description="Scopes an OAuth App asks for; a GitHub App's user tokens ignore them.",
+    )
+    oidc_issuer: str | None = Field(
+        default=None,
+        description="An OpenID Connect issuer (discovery at /.well-known/openid-configuration); unset: none.",
+    )
+    oidc_client_id: str | None = None
+    oidc_client_secret: SecretStr | None = None
+    oidc_scopes: str = Field(default="openid profile email")
+    oidc_username_claim: str = Field(default="preferred_username", description="The ID token claim shown as the login.")
+    oidc_groups_claim: str = Field(default="groups", description="The ID token claim listing the person's groups.")
+    admin_logins: list[str] = Field(
+        default_factory=list,
+        description='Administrators by GitHub login (or OpenID Connect username), as JSON: ["ada"].',
+    )
+    admin_teams: list[str] = Field(
+        default_factory=list, description='Administrators by GitHub team, as JSON: ["acme/platform"] (org/team-slug).'
+    )
+    admin_groups: list[str] = Field(default_factory=list, description="Administrators by OpenID Connect group (JSON).")
+    session_ttl: Duration = Field(
+        default=timedelta(hours=8),
+        gt=timedelta(0),
+        description="A session's lifetime; by default that of a GitHub App's user token, which refreshes access.",
+    )
+    cookie_secure: bool = Field(
+        default=True, description="Mark cookies Secure (HTTPS only); turn off only for plain-HTTP development."
+    )
+    access_ttl: Duration = Field(
+        default=timedelta(minutes=10),
+        gt=timedelta(0),
+        description="How long the repositories a person may see are remembered before GitHub is asked again.",
+    )
+    page_size: int = Field(default=50, ge=1, le=500, description="Threads per page unless a request asks otherwise.")
+    max_in_flight: int = Field(
+        default=32,
+        ge=1,
+        le=1000,
+        description="Requests handled at once per process; more wait their turn (below Redis's connection pool).",
+    )
+    event_heartbeat: Duration = Field(
+        default=timedelta(seconds=15), gt=timedelta(0), description="Keep-alive interval of live event streams."
+    )
+    event_stream_lifetime: Duration = Field(
+        default=timedelta(seconds=45),
+        gt=timedelta(0),
+        description="A live event stream ends after this and the browser reconnects where it left off, so a "
+        "replica shutting down is never held open by its viewers (keep it below the termination grace period).",
+    )
+
+    @field_validator("public_url", "github_web_url", "oidc_issuer")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value.rstrip("/") if value is not None else None
+
+    @field_validator("admin_teams")
+    @classmethod
+    def _teams(cls, value: list[str]) -> list[str]:
+        for team in value:
+            if not _TEAM.match(team):
+                raise ValueError(f"{team!r} is not a team of the form org/team-slug")
+        return [team.lower() for team in value]
+
+    @model_validator(mode="after")
+    def _client_pairs(self) -> DashboardSettings:
+        if (self.github_client_id is None) != (self.github_client_secret is None):
+            raise ValueError(
+                "DRYDOCK_DASHBOARD_GITHUB_CLIENT_ID and DRYDOCK_DASHBOARD_GITHUB_CLIENT_SECRET are set together"
+            )
+        oidc = (self.oidc_issuer, self.oidc_client_id)
+        if (oidc[0] is None) != (oidc[1] is None):
+            raise ValueError("DRYDOCK_DASHBOARD_OIDC_ISSUER and DRYDOCK_DASHBOARD_OIDC_CLIENT_ID are set together")
+        return self
 
 
 class CryptoSettings(BaseModel):
@@ -479,8 +578,8 @@ class CredentialProxySettings(BaseModel):
 
 
 class WorkerSettings(BaseModel):
-    """The agent workers (``DRYDOCK_WORKER_*``): how many runs one process holds, how a run is
-    bounded, and how often scheduled wake-ups are looked for."""
+    """The agent workers (``DRYDOCK_WORKER_*``): how many runs one process holds and how a run is
+    bounded."""
 
     concurrency: int = Field(default=16, ge=1, description="Runs one worker process holds at a time.")
     heartbeat: Duration = Field(
@@ -491,7 +590,52 @@ class WorkerSettings(BaseModel):
     sandbox_failure_limit: int = Field(
         default=3, ge=1, description="Consecutive sandbox failures that trip the thread's circuit breaker."
     )
-    wakeup_poll: Duration = Field(default=timedelta(seconds=5), description="How often due wake-ups are looked for.")
+
+
+class AutofixSettings(BaseModel):
+    """The autofix controller (``DRYDOCK_AUTOFIX_*``): the policy's loop limit, the confidence gate
+    of repair runs, the fallback monitor, and the controller's lease and scheduler."""
+
+    max_repairs: int = Field(
+        default=3, ge=1, description="Repair runs per pull request before autofix stops (the loop limit)."
+    )
+    confidence_threshold: float = Field(
+        default=0.7,
+        ge=0.0,
+        le=1.0,
+        description="A repair run may push only once it reported at least this confidence (report_confidence).",
+    )
+    repair_timeout: Duration = Field(
+        default=timedelta(hours=2),
+        gt=timedelta(0),
+        description="A repair whose run never reported its end is given up after this; its push gate lifts.",
+    )
+    monitor_interval: Duration = Field(
+        default=timedelta(minutes=5),
+        gt=timedelta(0),
+        description="How often open agent pull requests are scanned through the GitHub API for missed events.",
+    )
+    failure_conclusions: list[str] = Field(
+        default_factory=lambda: ["failure", "timed_out", "startup_failure"],
+        description="Check and workflow conclusions that count as a failure.",
+    )
+    label_on: str = Field(default="drydock:autofix", min_length=1, description="A PR label that turns autofix on.")
+    label_off: str = Field(default="drydock:no-autofix", min_length=1, description="A PR label that turns autofix off.")
+    lease_ttl: Duration = Field(
+        default=timedelta(seconds=15),
+        gt=timedelta(0),
+        description="The controller lease: a standby replica takes over this long after the active one died.",
+    )
+    concurrency: int = Field(
+        default=48,
+        ge=1,
+        le=90,
+        description="Events decided at once by the active controller (each holds at most one Redis connection: "
+        "below Redis's connection pool of 100); events of one thread wait for each other.",
+    )
+    scheduler_poll: Duration = Field(
+        default=timedelta(seconds=5), gt=timedelta(0), description="How often due wake-ups are looked for."
+    )
 
 
 class ToolSettings(BaseModel):
@@ -511,6 +655,33 @@ class ToolSettings(BaseModel):
     allow_private_addresses: bool = Field(
         default=False,
         description="Let fetch_url and http_request reach loopback and private addresses (development only).",
+    )
+
+
+class ReviewSettings(BaseModel):
+    """The reviewer and the analyzer (``DRYDOCK_REVIEW_*``)."""
+
+    min_severity: Literal["critical", "high", "medium", "low", "info"] = Field(
+        default="low", description="Findings below this severity are not posted as review comments."
+    )
+    max_comments: int = Field(default=20, ge=1, le=100, description="Inline comments posted per review at most.")
+    auto_bootstrap: bool = Field(
+        default=True,
+        description="The first review on a repository asks the analyzer to learn its guidelines from its history.",
+    )
+    bootstrap_pull_requests: int = Field(
+        default=50, ge=1, le=500, description="Recent merged pull requests whose review comments bootstrap learns from."
+    )
+    bootstrap_min_comments: int = Field(
+        default=20, ge=1, description="Human review comments bootstrap needs at least; fewer: no guidelines yet."
+    )
+    refine_interval: Duration = Field(
+        default=timedelta(days=1),
+        ge=timedelta(minutes=5),
+        description="How often the analyzer refines a repository's guidelines from the outcomes of findings.",
+    )
+    auto_approve_guidelines: bool = Field(
+        default=False, description="New guideline versions apply at once instead of waiting for approval."
     )
 
 
@@ -563,7 +734,9 @@ class Settings(BaseSettings):
     crypto: CryptoSettings = Field(default_factory=CryptoSettings)
     proxy: CredentialProxySettings = Field(default_factory=CredentialProxySettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    autofix: AutofixSettings = Field(default_factory=AutofixSettings)
     tools: ToolSettings = Field(default_factory=ToolSettings)
+    review: ReviewSettings = Field(default_factory=ReviewSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
     log: LogSettings = Field(default_factory=LogSettings)
 

@@ -1,4 +1,5 @@
-"""Scheduled wake-ups: a thread asks to be woken later ("check CI again in ten minutes").
+"""Scheduled wake-ups: a thread asks to be woken later ("check CI again in ten minutes"); and
+recurring schedules (:class:`Schedules`), such as the analyzer's continual refinement.
 
 A wake-up is an entry in a Redis hash (by id) and in a sorted set scored by its due time (epoch
 seconds), plus the thread's set of pending ids for :meth:`Wakeups.pending` and the per-thread cap.
@@ -247,5 +248,210 @@ def _message(wakeup: Wakeup, fields: dict[str, str]) -> InboxMessage:
         text=f"Scheduled wake-up: {wakeup.note}",
         repository=fields.get(REPOSITORY) or None,
         references={"wakeup_id": wakeup.id, "scheduled_for": wakeup.due_at.isoformat()},
+        reply_to=reply_to,
+    )
+
+
+# Recurring schedules
+
+# KEYS: due, entries. ARGV: id, first due score, body.
+_ENSURE_SCHEDULE = """
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+return 1
+"""
+
+# KEYS: due, entries. ARGV: now, visibility deadline, limit. Returns id, body, due, id, body, due, ...
+_CLAIM_SCHEDULES = """
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
+local claimed = {}
+for i = 1, #due, 2 do
+  local body = redis.call('HGET', KEYS[2], due[i])
+  if body then
+    redis.call('ZADD', KEYS[1], ARGV[2], due[i])
+    table.insert(claimed, due[i])
+    table.insert(claimed, body)
+    table.insert(claimed, due[i + 1])
+  else
+    redis.call('ZREM', KEYS[1], due[i])
+  end
+end
+return claimed
+"""
+
+# KEYS: due, entries. ARGV: id, next due score. A schedule cancelled meanwhile stays gone.
+_RESCHEDULE = """
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 0 then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+return 1
+"""
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A recurring wake of a thread: every ``every``, its ``role`` gets ``Scheduled: <note>``."""
+
+    id: str
+    thread_id: str
+    role: Role
+    every: timedelta
+    note: str
+    references: dict[str, str]
+    created_at: datetime
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "thread_id": self.thread_id,
+                "role": self.role.value,
+                "every": self.every.total_seconds(),
+                "note": self.note,
+                "references": self.references,
+                "created_at": self.created_at.isoformat(),
+            }
+        )
+
+    @classmethod
+    def from_json(cls, schedule_id: str, raw: str) -> Schedule:
+        data = json.loads(raw)
+        return cls(
+            id=schedule_id,
+            thread_id=data["thread_id"],
+            role=Role(data["role"]),
+            every=timedelta(seconds=float(data["every"])),
+            note=data["note"],
+            references=dict(data.get("references") or {}),
+            created_at=datetime.fromisoformat(data["created_at"]),
+        )
+
+
+class Schedules:
+    """Durable recurring schedules (the analyzer's continual refinement), shared by all replicas.
+
+    A schedule is an entry in a Redis hash (by id, which names what it is for, so registering it
+    again changes nothing) and in a sorted set scored by its next due time. Firing works as for
+    :class:`Wakeups`: claiming hides a due entry until a visibility deadline, the thread gets the
+    message (``Nats-Msg-Id`` ``schedule-{id}-{due}``, so a repeated delivery is stored once) and
+    its wake, then the entry is moved to its next due time. Missed occurrences (the host was
+    down) fire once, not once each.
+    """
+
+    def __init__(self, redis: Redis, keys: Keys, *, visibility: timedelta = CLAIM_VISIBILITY) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._visibility = visibility
+        self._ensure = redis.register_script(_ENSURE_SCHEDULE)
+        self._claim = redis.register_script(_CLAIM_SCHEDULES)
+        self._reschedule = redis.register_script(_RESCHEDULE)
+
+    async def ensure(
+        self,
+        schedule_id: str,
+        thread_id: str,
+        role: Role,
+        every: timedelta,
+        note: str,
+        *,
+        references: dict[str, str] | None = None,
+        first_due: datetime | None = None,
+    ) -> bool:
+        """Register the schedule unless one with ``schedule_id`` exists; True if this call did.
+        It first fires at ``first_due`` (default: one interval from now)."""
+        if every <= timedelta(0):
+            raise ValueError("a schedule's interval must be positive")
+        now = datetime.now(UTC)
+        schedule = Schedule(schedule_id, thread_id, role, every, note, dict(references or {}), now)
+        due = _aware(first_due) if first_due is not None else now + every
+        created = await self._ensure(
+            keys=[self._keys.schedules_due(), self._keys.schedule_entries()],
+            args=[schedule_id, repr(due.timestamp()), schedule.to_json()],
+        )
+        return bool(created)
+
+    async def get(self, schedule_id: str) -> Schedule | None:
+        raw = cast(str | None, await self._redis.hget(self._keys.schedule_entries(), schedule_id))
+        return None if raw is None else Schedule.from_json(schedule_id, raw)
+
+    async def next_due(self, schedule_id: str) -> datetime | None:
+        score = await self._redis.zscore(self._keys.schedules_due(), schedule_id)
+        return None if score is None else datetime.fromtimestamp(score, UTC)
+
+    async def all(self) -> list[Schedule]:
+        raws = cast(dict[str, str], await self._redis.hgetall(self._keys.schedule_entries()))
+        return sorted((Schedule.from_json(key, raw) for key, raw in raws.items()), key=lambda item: item.id)
+
+    async def cancel(self, schedule_id: str) -> bool:
+        """Forget the schedule; False if there was none."""
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.hdel(self._keys.schedule_entries(), schedule_id)
+            pipe.zrem(self._keys.schedules_due(), schedule_id)
+            removed, _ = await pipe.execute()
+        return bool(removed)
+
+    async def fire_due(self, bus: Bus, *, now: datetime | None = None, limit: int = 100) -> int:
+        """Deliver the schedules due at ``now`` (default: the current time); returns how many."""
+        moment = _aware(now or datetime.now(UTC))
+        deadline = moment + self._visibility
+        flat = cast(
+            list[str],
+            await self._claim(
+                keys=[self._keys.schedules_due(), self._keys.schedule_entries()],
+                args=[repr(moment.timestamp()), repr(deadline.timestamp()), limit],
+            ),
+        )
+        metadata = ThreadMetadataStore(self._redis, self._keys)
+        fired = 0
+        for schedule_id, raw, score in zip(flat[::3], flat[1::3], flat[2::3], strict=True):
+            schedule = Schedule.from_json(schedule_id, raw)
+            due = datetime.fromtimestamp(float(score), UTC)
+            fields = await metadata.find(schedule.thread_id)
+            if fields is None:
+                log.warning(
+                    "schedule of a thread without metadata skipped", thread_id=schedule.thread_id, id=schedule_id
+                )
+            else:
+                try:
+                    await hand_off(bus, metadata, schedule.role, _scheduled(schedule, due, fields), reason="schedule")
+                except BusUnavailable as error:
+                    log.warning("schedule not delivered; retried later", thread_id=schedule.thread_id, error=str(error))
+                    break
+                fired += 1
+            following = due + schedule.every
+            if following <= moment:
+                following = moment + schedule.every
+            await self._reschedule(
+                keys=[self._keys.schedules_due(), self._keys.schedule_entries()],
+                args=[schedule_id, repr(following.timestamp())],
+            )
+        return fired
+
+    async def run_forever(self, bus: Bus, *, interval: float, stop: asyncio.Event, limit: int = 100) -> None:
+        """Fire due schedules every ``interval`` seconds until ``stop`` is set (checked every
+        iteration, as for :meth:`Wakeups.run_forever`)."""
+        while not stop.is_set():
+            try:
+                while await self.fire_due(bus, limit=limit) == limit and not stop.is_set():
+                    pass
+            except (RedisError, OSError) as error:
+                log.warning("schedules cannot reach Redis", error=str(error) or type(error).__name__)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=interval)
+
+
+def _scheduled(schedule: Schedule, due: datetime, fields: dict[str, str]) -> InboxMessage:
+    raw = fields.get(REPLY_TO)
+    reply_to = ReplyAddress(channel=Channel.SCHEDULER)
+    if raw:
+        with contextlib.suppress(ValidationError):
+            reply_to = ReplyAddress.model_validate_json(raw)
+    return InboxMessage(
+        delivery_id=f"schedule-{schedule.id}-{int(due.timestamp())}",
+        thread_id=schedule.thread_id,
+        channel=Channel.SCHEDULER,
+        author=Author(channel=Channel.SCHEDULER, external_id="scheduler", name="Drydock scheduler"),
+        text=f"Scheduled: {schedule.note}",
+        repository=fields.get(REPOSITORY) or None,
+        references={**schedule.references, "schedule_id": schedule.id, "scheduled_for": due.isoformat()},
         reply_to=reply_to,
     )

@@ -1,6 +1,7 @@
 """``{proxy}/g/{grant}/api/{path}``: the code host's REST API (``GITHUB_API_URL`` in the
 sandbox). Read-only grants may use GET, HEAD and OPTIONS; ``/repos/{owner}/{name}/…`` must name
-the grant's repository. ``Location`` and ``Link`` headers pointing at the upstream API are
+the grant's repository; during an autofix repair, API writes that move a branch wait for the
+run's confidence like pushes do. ``Location`` and ``Link`` headers pointing at the upstream API are
 rewritten to point back through the proxy, so pagination keeps working."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from services.credential_proxy.denials import record_denial
 from services.credential_proxy.forwarding import forward
 from services.credential_proxy.grant_auth import Refused, authenticate, refusal
 from services.credential_proxy.injection import api_authorization, upstream_token
-from services.credential_proxy.policy import api_denial
+from services.credential_proxy.policy import api_denial, confidence_denial, is_api_push
 
 PATTERNS = ("/g/{grant}/api", "/g/{grant}/api/{path:.*}")
 
@@ -25,7 +26,10 @@ async def handle_api(request: web.Request) -> web.StreamResponse:
     raw_path = request.rel_url.raw_path.removeprefix(prefix) or "/"
     try:
         grant = await authenticate(ctx, grant_token, "api")
-        denial = api_denial(grant, request.method, request.match_info.get("path", ""))
+        path = request.match_info.get("path", "")
+        denial = api_denial(grant, request.method, path)
+        if denial is None and is_api_push(request.method, path):
+            denial = confidence_denial(await ctx.repairs.active(grant.thread_id))
         if denial is not None:
             await record_denial(ctx, grant, denial, route="api", method=request.method, target=raw_path)
             return refusal("api", 403, denial.message)

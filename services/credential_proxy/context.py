@@ -11,6 +11,7 @@ import aiohttp
 import structlog
 from aiohttp import web
 
+from drydock.autofix.repairs import Repairs
 from drydock.credentials import CipherError, GrantStore, ProxyCredentials
 from drydock.credentials.allowlist import Allowlist
 from drydock.runtime import Runtime
@@ -29,6 +30,8 @@ class ProxyContext:
     git_upstream: str
     api_upstream: str
     allowlist: Allowlist
+    repairs: Repairs
+    """Autofix repairs: a thread's pushes wait for its confidence while one is active."""
 
 
 CONTEXT: web.AppKey[ProxyContext] = web.AppKey("context", ProxyContext)
@@ -62,6 +65,7 @@ async def proxy_context(runtime: Runtime) -> AsyncIterator[ProxyContext]:
             git_upstream=(settings.proxy.git_upstream or f"https://{settings.github.host}").rstrip("/"),
             api_upstream=settings.github.api_url.rstrip("/"),
             allowlist=allowlist,
+            repairs=Repairs(runtime.redis, runtime.keys),
         )
     finally:
         await session.close()

@@ -1,7 +1,8 @@
 """``{proxy}/g/{grant}/git/{owner}/{name}[.git]/{endpoint}``: git smart HTTP to the code host.
 
 Only the smart-HTTP endpoints are served (``info/refs``, ``git-upload-pack``,
-``git-receive-pack``); pushes need a read-write grant for the repository.
+``git-receive-pack``); pushes need a read-write grant for the repository and, during an
+autofix repair of the grant's thread, a reported confidence at or above the repair's threshold.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from services.credential_proxy.denials import record_denial
 from services.credential_proxy.forwarding import forward
 from services.credential_proxy.grant_auth import Refused, authenticate, refusal
 from services.credential_proxy.injection import git_authorization, upstream_token
-from services.credential_proxy.policy import GIT_ENDPOINTS, git_denial
+from services.credential_proxy.policy import GIT_ENDPOINTS, confidence_denial, git_denial, is_push
 
 PATTERN = "/g/{grant}/git/{owner}/{name}/{endpoint:.+}"
 
@@ -28,7 +29,10 @@ async def handle_git(request: web.Request) -> web.StreamResponse:
         return refusal("git", 404, f"{endpoint} is not a git smart-HTTP endpoint")
     try:
         grant = await authenticate(ctx, request.match_info["grant"], "git")
-        denial = git_denial(grant, repository, endpoint, request.query.get("service"))
+        service = request.query.get("service")
+        denial = git_denial(grant, repository, endpoint, service)
+        if denial is None and is_push(endpoint, service):
+            denial = confidence_denial(await ctx.repairs.active(grant.thread_id))
         if denial is not None:
             await record_denial(
                 ctx, grant, denial, route="git", method=request.method, target=f"{repository}/{endpoint}"

@@ -34,6 +34,8 @@ class Lookup:
     branch_threads: dict[tuple[str, str], str | None] = field(default_factory=dict)
     short_threads: dict[str, str | None] = field(default_factory=dict)
     threads: dict[str, ThreadState | None] = field(default_factory=dict)
+    finding_threads: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    """The reviewer thread whose finding a review comment carries, by repository and comment id."""
 
     def repository(self, full_name: str) -> RepositorySettings | None:
         return self.repositories.get(full_name.lower())
@@ -100,6 +102,16 @@ class LookupBatch:
                 lookup.short_threads[short] = reply
 
             self._add(("short", short), lambda p: p.get(self._keys.thread_short_id(short)), store_short)
+
+    def finding_comment(self, full_name: str, comment_id: str) -> None:
+        def store(lookup: Lookup, reply: Any) -> None:
+            lookup.finding_threads[(full_name.lower(), comment_id)] = reply
+
+        self._add(
+            ("finding", full_name.lower(), comment_id),
+            lambda p: p.get(self._keys.finding_comment(self._host, full_name, comment_id)),
+            store,
+        )
 
     def thread(self, thread_id: str) -> None:
         def store(lookup: Lookup, reply: Any) -> None:

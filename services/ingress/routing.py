@@ -3,18 +3,24 @@
 - A message continues the thread the agent already works in (a follow-up), or starts one when
   it addresses the agent (a mention of the handle, a Slack mention or direct message, a Linear
   agent session) and its author is trusted and its repository is enabled for the coder.
+- A reply in the review thread of one of the reviewer's findings goes to that reviewer thread,
+  and a mention asking for a review on a pull request (``@drydock review``, ``@drydock please
+  review this``) wakes the reviewer, on repositories with review enabled.
 - A pull request opened, ready for review or pushed to, on a repository with review enabled,
   wakes the reviewer in the reviewer namespace.
 - A push by someone else to an agent branch is noted in the creating thread's inbox.
-- CI and pull-request events are forwarded to the autofix controller.
+- CI and pull-request events are forwarded to the autofix controller; so is a pull request
+  comment ``@handle autofix on|off``, which starts no work.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from drydock.accounts import AccountsStore, Provider
+from drydock.autofix.commands import parse_command
 from drydock.bus.envelopes import Author, Channel, GithubEvent, InboxMessage, ReplyAddress, Trigger
 from drydock.channels.intents import (
     BranchPush,
@@ -87,8 +93,27 @@ def choose_repository(text: str, user_default: str | None, team_default: str | N
     return repository_in(text) or user_default or team_default
 
 
+def _on_pull_request(intent: Message) -> bool:
+    return isinstance(intent.conversation, GithubConversation) and intent.conversation.pull_request
+
+
 def _author(sender: Sender, user_id: str | None) -> Author:
     return Author(channel=sender.channel, external_id=sender.external_id, name=sender.name, user_id=user_id)
+
+
+def asks_for_review(text: str, handle: str) -> bool:
+    """Whether ``text`` addresses ``handle`` asking for a review: ``@drydock review``, ``@drydock
+    please review this``, ``@drydock can you review?`` (not ``@drydock fix the review comments``)."""
+    pattern = rf"(?<![\w@]){re.escape(handle)}\b[\s,:]+(?:(?:please|can you|could you)\s+)?(?:re-?)?review\b"
+    return re.search(pattern, text, re.IGNORECASE) is not None
+
+
+def _review_thread_root(intent: Message) -> str | None:
+    """The first comment of the review thread a review comment replies in, if it is a reply."""
+    if intent.references.get("comment_kind") != "review_comment":
+        return None
+    root = intent.reply_to.address.get("review_comment_id")
+    return root if root and root != intent.references.get("comment_id") else None
 
 
 def queue_reads(batch: LookupBatch, intent: Intent) -> None:
@@ -98,6 +123,9 @@ def queue_reads(batch: LookupBatch, intent: Intent) -> None:
             batch.user(Provider(intent.sender.channel.value), intent.sender.external_id)
             if intent.repository is not None:
                 batch.repository(intent.repository)
+                root = _review_thread_root(intent)
+                if root is not None:
+                    batch.finding_comment(intent.repository, root)
             resolve_thread.queue_reads(batch, intent.conversation)
         case ReviewRequest():
             batch.repository(intent.conversation.full_name)
@@ -130,10 +158,21 @@ class Routing:
         sender = intent.sender
         if sender.bot:
             return Skip("the author is a bot or the agent itself")
+        root = _review_thread_root(intent)
+        if intent.repository is not None and root is not None:
+            reviewer_thread = lookup.finding_threads.get((intent.repository.lower(), root))
+            if reviewer_thread is not None:
+                return await self._finding_reply(intent, lookup, reviewer_thread)
+        handle = lookup.team.mention_handle or self._default_handle
+        if _on_pull_request(intent) and parse_command(intent.text, handle) is not None:
+            return Skip("an autofix command: the autofix controller applies it")
+        if _on_pull_request(intent) and asks_for_review(intent.text, handle):
+            settings = lookup.repository(intent.repository) if intent.repository else None
+            if settings is not None and settings.reviewer:
+                return await self._review_mention(intent, lookup)
         thread_id, agent_pull_request = resolve_thread.resolve(intent.conversation, lookup)
         state = lookup.threads.get(thread_id)
         existing = agent_pull_request or state is not None
-        handle = lookup.team.mention_handle or self._default_handle
         mentioned = intent.addressed or mentions(intent.text, handle)
         if not existing and (intent.follow_up_only or not mentioned):
             return Skip("not addressed to the agent, and not in a thread it works in")
@@ -177,6 +216,47 @@ class Routing:
             return Reply(intent.reply_to, not_enabled(repository))
         new = message(settings.full_name)
         return Route(Role.CODER, new, create=new_thread_fields(new, created_by="ingress"), acknowledge=True)
+
+    async def _finding_reply(self, intent: Message, lookup: Lookup, thread_id: str) -> Decision:
+        sender = intent.sender
+        user_id = lookup.users.get((Provider(sender.channel.value), sender.external_id))
+        refusal = await self._authorizer.refusal(sender, user_id, lookup.team, intent.repository)
+        if refusal is not None:
+            return Skip(f"author not authorized: {refusal}")
+        message = InboxMessage(
+            delivery_id=intent.delivery_id,
+            thread_id=thread_id,
+            channel=sender.channel,
+            author=_author(sender, user_id),
+            text=intent.text,
+            repository=intent.repository,
+            references={**intent.references, "event": intent.event},
+            reply_to=intent.reply_to,
+            trigger=Trigger.FOLLOW_UP,
+        )
+        return Route(Role.REVIEWER, message, acknowledge=True)
+
+    async def _review_mention(self, intent: Message, lookup: Lookup) -> Decision:
+        sender = intent.sender
+        conversation = intent.conversation
+        assert isinstance(conversation, GithubConversation)
+        user_id = lookup.users.get((Provider(sender.channel.value), sender.external_id))
+        refusal = await self._authorizer.refusal(sender, user_id, lookup.team, intent.repository)
+        if refusal is not None:
+            return Skip(f"author not authorized: {refusal}")
+        thread_id = ids.reviewer(conversation.host, conversation.owner, conversation.repo, conversation.number)
+        message = InboxMessage(
+            delivery_id=intent.delivery_id,
+            thread_id=thread_id,
+            channel=sender.channel,
+            author=_author(sender, user_id),
+            text=intent.text,
+            repository=intent.repository,
+            references={**intent.references, "event": intent.event},
+            reply_to=intent.reply_to,
+            trigger=Trigger.REVIEW_REQUEST,
+        )
+        return Route(Role.REVIEWER, message, create=new_thread_fields(message, created_by="ingress"), acknowledge=True)
 
     async def _review(self, intent: ReviewRequest, lookup: Lookup) -> Decision:
         conversation = intent.conversation

@@ -12,11 +12,13 @@ from redis.asyncio import Redis
 
 from drydock.accounts import (
     AccountsStore,
+    AccountTaken,
     MembershipCache,
     Provider,
     RepositorySettings,
     RoleModel,
     TeamDefaults,
+    UserIdentity,
     UserProfile,
 )
 from drydock.infra.redis import Keys
@@ -50,6 +52,25 @@ class TestLinks:
             await store.link(Provider.SLACK, "U 1", "ada")
         with pytest.raises(ValueError, match="user id"):
             await store.link(Provider.SLACK, "U1", "")
+
+
+class TestClaimedLinks:
+    async def test_a_free_account_is_linked_and_a_taken_one_is_refused(self, store: AccountsStore) -> None:
+        await store.link_if_free(Provider.SLACK, "U1", "ada")
+        await store.link_if_free(Provider.SLACK, "U1", "ada")
+        with pytest.raises(AccountTaken):
+            await store.link_if_free(Provider.SLACK, "U1", "grace")
+        assert await store.user_for(Provider.SLACK, "U1") == "ada"
+        assert await store.accounts_of("grace") == []
+
+
+class TestIdentities:
+    async def test_identities_are_stored_and_read_in_batches(self, store: AccountsStore) -> None:
+        ada = UserIdentity(user_id="gh-1", provider="github", login="ada", name="Ada Lovelace")
+        await store.save_identity(ada)
+        assert await store.identity("gh-1") == ada
+        assert await store.identity("gh-2") is None
+        assert await store.identities(["gh-1", "gh-2"]) == {"gh-1": ada}
 
 
 class TestProfilesAndTeam:

@@ -29,6 +29,7 @@ SECRET_VARIABLES = {
     "DRYDOCK_SLACK_SIGNING_SECRET",
     "DRYDOCK_LINEAR_API_KEY",
     "DRYDOCK_LINEAR_WEBHOOK_SECRET",
+    "DRYDOCK_DASHBOARD_GITHUB_CLIENT_SECRET",
 }
 SANDBOX_NAMESPACE = "drydock-sandboxes"
 SANDBOX_PODS = {naming.APP_LABEL: naming.APP, naming.MANAGED_BY_LABEL: naming.MANAGED_BY}
@@ -345,6 +346,20 @@ class TestSecrets:
         proxy_names = {v["name"] for v in proxy["spec"]["template"]["spec"]["containers"][0]["env"]}
         assert "DRYDOCK_GITHUB_WEBHOOK_SECRET" not in proxy_names
         assert "DRYDOCK_GITHUB_PRIVATE_KEY" in proxy_names
+
+
+class TestDashboardLogin:
+    def test_the_development_login_is_pinned_off_everywhere(self, manifests: list[Manifest]) -> None:
+        for deployment in of_kind(manifests, "Deployment"):
+            for container in containers(deployment):
+                values = [v.get("value") for v in container["env"] if v["name"] == "DRYDOCK_DASHBOARD_DEV_LOGIN"]
+                assert values == ["false"], deployment["metadata"]["name"]
+
+    @pytest.mark.parametrize("where", ["env", "services.dashboard.env"])
+    def test_turning_it_on_is_refused(self, helm: Path, where: str) -> None:
+        result = run_helm(helm, "template", RELEASE, str(CHART), "--set", f"{where}.DRYDOCK_DASHBOARD_DEV_LOGIN=true")
+        assert result.returncode != 0
+        assert "never turns on the dashboard's development login" in result.stderr
 
 
 class TestKeda:

@@ -1,7 +1,7 @@
 """The whole pipeline on one machine, for the end-to-end tests and ``pdm run demo``: embedded
-NATS and Valkey of its own, the real ingress, credential proxy and coder worker, local
-sandboxes, real git against an upstream git server, and test doubles of GitHub, Slack, Linear
-and the model endpoint.
+NATS and Valkey of its own, the real ingress, credential proxy and agent workers (the coder by
+default; ``roles=`` picks others: the reviewer, the analyzer), local sandboxes, real git against
+an upstream git server, and test doubles of GitHub, Slack, Linear and the model endpoint.
 
 ``async with pipeline(root, script) as stage:`` starts everything; ``stage.deliver_github(...)``
 sends a signed webhook to the ingress like GitHub would; the worker runs the scripted model's
@@ -33,15 +33,19 @@ from drydock.channels.outbound import Outbound
 from drydock.config import Settings, load_settings
 from drydock.http import create_app
 from drydock.infra.embedded import embedded_infrastructure
+from drydock.review.preparation import ANALYZER_HOOKS, REVIEWER_HOOKS
 from drydock.roles import Role
 from drydock.runtime import Runtime, open_runtime
 from drydock.threads import Inbox
 from drydock.threads.pr_records import PullRequestRecords
-from drydock.tools import CODER_TOOLS
+from drydock.tools import ANALYZER_TOOLS, CODER_TOOLS, REVIEWER_TOOLS
+from drydock.worker.agent_runs import RoleHooks
 from drydock.worker.agent_worker import agent_worker
+from services.autofix_controller.serving import controller_service
 from services.credential_proxy.server import serving
 from services.ingress.accept import Ingress
 from services.ingress.webhooks import webhook_router
+from tests.e2e.dashboard import dashboard_section, serving_dashboard
 from tests.fakes import signing
 from tests.fakes.git_server import GitServer
 from tests.fakes.github import App, FakeGitHub, Installation
@@ -81,6 +85,13 @@ REPOSITORY_FILES: dict[str, bytes] = {
 
 T = TypeVar("T")
 
+WORKERS: dict[Role, tuple[tuple[str, ...], RoleHooks | None]] = {
+    Role.CODER: (CODER_TOOLS, None),
+    Role.REVIEWER: (REVIEWER_TOOLS, REVIEWER_HOOKS),
+    Role.ANALYZER: (ANALYZER_TOOLS, ANALYZER_HOOKS),
+}
+"""The tools and role hooks of each worker the pipeline can run in process (``roles=``)."""
+
 
 def _env_value(value: Any) -> str:
     return json.dumps(value) if isinstance(value, list | dict) else str(value)
@@ -113,6 +124,8 @@ class Stage:
     ingress: httpx.AsyncClient
     root: Path
     processes: list[asyncio.subprocess.Process] = field(default_factory=list)
+    dashboard_url: str | None = None
+    """Where the dashboard listens, when the pipeline was started with ``dashboard=True``."""
 
     @property
     def accounts(self) -> AccountsStore:
@@ -137,12 +150,12 @@ class Stage:
     async def events(self, thread_id: str) -> list[RunEvent]:
         """Every run event of the thread so far, oldest first."""
         found: list[RunEvent] = []
-        subscription = await self.runtime.bus.js.subscribe(
-            subjects.events_of(thread_id), stream=EVENTS_STREAM, ordered_consumer=True
-        )
+        wanted = subjects.events_of(thread_id)
+        # Counted on the stream: a push consumer's num_pending leaves out what it already delivered.
+        stored = (await self.runtime.bus.js.stream_info(EVENTS_STREAM, subjects_filter=wanted)).state.subjects or {}
+        subscription = await self.runtime.bus.js.subscribe(wanted, stream=EVENTS_STREAM, ordered_consumer=True)
         try:
-            pending = (await subscription.consumer_info()).num_pending or 0
-            for _ in range(pending):
+            for _ in range(sum(stored.values())):
                 message = await subscription.next_msg(timeout=5)
                 found.append(RunEvent.model_validate_json(message.data))
         finally:
@@ -186,10 +199,15 @@ async def pipeline(
     responder: Responder | None = None,
     model_latency: float = 0.0,
     in_process_worker: bool = True,
+    roles: tuple[Role, ...] = (Role.CODER,),
     model_configured: bool = True,
+    dashboard: bool = False,
+    autofix_controller: bool = False,
     **sections: dict[str, Any],
 ) -> AsyncIterator[Stage]:
-    """Start everything under ``root``; ``sections`` override settings (``worker={...}``)."""
+    """Start everything under ``root``; ``sections`` override settings (``worker={...}``);
+    ``dashboard`` serves the dashboard too, at ``stage.dashboard_url``; ``autofix_controller`` runs
+    the autofix controller (and with it the scheduler)."""
     async with contextlib.AsyncExitStack() as stack:
         urls = await stack.enter_async_context(embedded_infrastructure())
         github = await stack.enter_async_context(FakeGitHub())
@@ -224,6 +242,8 @@ async def pipeline(
             "lease": {"ttl": 5},
             "nats": {"url": urls.nats, "run_ack_wait": 10},
         }
+        if dashboard:
+            overrides["dashboard"] = dashboard_section(github, app)
         for name, values in sections.items():
             overrides[name] = {**overrides.get(name, {}), **values}
         settings = load_settings(**overrides)
@@ -244,12 +264,21 @@ async def pipeline(
         client = await stack.enter_async_context(httpx.AsyncClient(base_url=server.base_url, timeout=30))
         stage = Stage(settings, overrides, runtime, github, app, installation, git, slack, linear, model, client, root)
         stack.push_async_callback(_stop_processes, stage)
+        if dashboard:
+            stage.dashboard_url = await stack.enter_async_context(serving_dashboard(runtime))
         if in_process_worker:
             outbound = Outbound.from_settings(settings)
             stack.push_async_callback(outbound.aclose)
-            worker = await stack.enter_async_context(agent_worker(runtime, Role.CODER, CODER_TOOLS, outbound=outbound))
-            task = asyncio.create_task(worker.run(), name="coder-worker")
-            stack.push_async_callback(_cancel, task)
+            for role in roles:
+                tools, hooks = WORKERS[role]
+                worker = await stack.enter_async_context(
+                    agent_worker(runtime, role, tools, outbound=outbound, hooks=hooks)
+                )
+                task = asyncio.create_task(worker.run(), name=f"{role.value}-worker")
+                stack.push_async_callback(_cancel, task)
+        if autofix_controller:
+            controller = await stack.enter_async_context(controller_service(runtime, owner="e2e-autofix"))
+            stack.push_async_callback(_cancel, asyncio.create_task(controller.run(), name="autofix-controller"))
         yield stage
 
 

@@ -21,6 +21,20 @@ from tests.fakes.openai_server import Script
 ISSUE = 7
 FRAMEWORK_TOOLS = ["ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep", "execute", "task"]
 """What ``deepagents`` gives every agent: file, shell, search and task tools."""
+CODER_TOOL_NAMES = [
+    "http_request",
+    "web_search",
+    "fetch_url",
+    "linear",
+    "github_comment",
+    "open_pull_request",
+    "update_pull_request",
+    "request_review",
+    "schedule_wakeup",
+    "slack_reply",
+    "report_confidence",
+]
+"""The coder's own tools, pinned: a tool added to or removed from the coder must change this list."""
 BRANCH = "drydock/fix-add"
 FIX = (
     f"cd widgets && git checkout -q -b {BRANCH} && sed -i 's/a - b/a + b/' calc.py && python3 -m unittest -q "
@@ -88,7 +102,8 @@ class TestMentionToPullRequest:
             assert execute_result["role"] == "tool"
             assert "OK" in execute_result["content"]
             # The coder's exact tools: the framework's own, then the coder list of the registry.
-            assert stage.model.requests[0].tool_names == [*FRAMEWORK_TOOLS, *CODER_TOOLS]
+            assert stage.model.requests[0].tool_names == [*FRAMEWORK_TOOLS, *CODER_TOOL_NAMES]
+            assert list(CODER_TOOLS) == CODER_TOOL_NAMES
             # The repository's AGENTS.md was in the system prompt.
             assert "python3 -m unittest -q" in stage.model.requests[0].texts("system")[0]
 

@@ -12,6 +12,7 @@ from drydock.bus import Trigger
 from drydock.roles import Role
 from drydock.threads import ids
 from drydock.threads.pr_records import PullRequestRecord, branch_name
+from services.ingress.routing import asks_for_review
 from tests.fakes import signing
 from tests.fakes.github import webhooks
 from tests.ingress.conftest import GITHUB_SECRET, HOST, ORG, RunningIngress, StartIngress, link, trust
@@ -261,6 +262,82 @@ class TestReviewer:
             assert await running.wakes(Role.REVIEWER, ids.reviewer(HOST, ORG, repo, 53)) == 0
 
 
+class TestFindingReplies:
+    async def test_a_reply_on_a_findings_thread_reaches_the_reviewer_thread(
+        self, start_ingress: StartIngress, repo: str
+    ) -> None:
+        async with start_ingress() as running:
+            await trust(running, repo, reviewer=True)
+            reviewer = ids.reviewer(HOST, ORG, repo, 54)
+            await running.metadata.create(reviewer, kind=Role.REVIEWER, fields={"repository": f"{ORG}/{repo}"})
+            redis = running.ingress.runtime.redis
+            await redis.set(running.keys.finding_comment(HOST, f"{ORG}/{repo}", 9001), reviewer)
+            payload = webhooks.review_comment(ORG, repo, 54, "This cannot be empty here.", in_reply_to=9001)
+            response = await running.send(signing.github(GITHUB_SECRET, "pull_request_review_comment", payload))
+            assert response.json()["threads"] == [{"thread_id": reviewer, "role": "reviewer"}]
+            (message,) = await running.inbox(reviewer)
+            assert message.trigger is Trigger.FOLLOW_UP
+            assert message.text == "This cannot be empty here."
+            assert message.reply_to.address["review_comment_id"] == "9001"
+            assert await running.wakes(Role.REVIEWER, reviewer) == 1
+            assert await running.wakes(Role.CODER, ids.github_pr(HOST, ORG, repo, 54)) == 0
+
+    async def test_a_reply_in_a_thread_that_is_no_finding_is_routed_as_before(
+        self, start_ingress: StartIngress, repo: str
+    ) -> None:
+        async with start_ingress() as running:
+            await trust(running, repo, reviewer=True)
+            payload = webhooks.review_comment(ORG, repo, 55, "just talking", in_reply_to=9002)
+            response = await running.send(signing.github(GITHUB_SECRET, "pull_request_review_comment", payload))
+            assert response.json()["threads"] == []
+            assert await running.wakes(Role.REVIEWER, ids.reviewer(HOST, ORG, repo, 55)) == 0
+
+    async def test_an_untrusted_reply_on_a_finding_is_ignored(self, start_ingress: StartIngress, repo: str) -> None:
+        async with start_ingress() as running:
+            await trust(running, repo, reviewer=True)
+            reviewer = ids.reviewer(HOST, ORG, repo, 56)
+            await running.ingress.runtime.redis.set(running.keys.finding_comment(HOST, f"{ORG}/{repo}", 9003), reviewer)
+            stranger = webhooks.user("mallory")
+            payload = webhooks.review_comment(
+                ORG, repo, 56, "dismiss this", author=stranger, association="NONE", in_reply_to=9003
+            )
+            response = await running.send(signing.github(GITHUB_SECRET, "pull_request_review_comment", payload))
+            assert response.json()["threads"] == []
+            assert await running.inbox(reviewer) == []
+
+
+class TestReviewMentions:
+    async def test_a_mention_asking_for_a_review_wakes_the_reviewer(
+        self, start_ingress: StartIngress, repo: str
+    ) -> None:
+        async with start_ingress() as running:
+            await trust(running, repo, reviewer=True)
+            request = comment(repo, 57, "@drydock please review this", association="MEMBER", pull_request=True)
+            response = await running.send(request)
+            reviewer = ids.reviewer(HOST, ORG, repo, 57)
+            assert response.json()["threads"] == [{"thread_id": reviewer, "role": "reviewer"}]
+            (message,) = await running.inbox(reviewer)
+            assert message.trigger is Trigger.REVIEW_REQUEST
+            assert message.reply_to.address["number"] == "57"
+            assert (await running.metadata.get(reviewer))["kind"] == "reviewer"
+            assert await running.wakes(Role.REVIEWER, reviewer) == 1
+
+    async def test_without_review_enabled_the_mention_goes_to_the_coder(
+        self, start_ingress: StartIngress, repo: str
+    ) -> None:
+        async with start_ingress() as running:
+            await trust(running, repo, reviewer=False)
+            request = comment(repo, 58, "@drydock review", association="MEMBER", pull_request=True)
+            response = await running.send(request)
+            assert response.json()["threads"] == [{"thread_id": ids.github_pr(HOST, ORG, repo, 58), "role": "coder"}]
+
+    def test_only_a_request_for_a_review_counts(self) -> None:
+        assert asks_for_review("Hey @drydock, can you review?", "@drydock")
+        assert asks_for_review("@drydock re-review", "@drydock")
+        assert not asks_for_review("@drydock fix the review comments", "@drydock")
+        assert not asks_for_review("@drydocker review", "@drydock")
+
+
 class TestAutofixEvents:
     async def test_ci_and_pull_request_state_changes_are_forwarded(
         self, start_ingress: StartIngress, repo: str
@@ -280,6 +357,38 @@ class TestAutofixEvents:
                 assert forwarded is not None, event
                 assert forwarded.repository == f"{ORG}/{repo}"
                 assert forwarded.payload == payload
+
+    async def test_an_autofix_command_on_a_pull_request_is_forwarded_and_starts_no_work(
+        self, start_ingress: StartIngress, repo: str
+    ) -> None:
+        async with start_ingress() as running:
+            await trust(running, repo)
+            creating = ids.github_issue(HOST, ORG, repo, 61)
+            await running.records.record(PullRequestRecord(HOST, f"{ORG}/{repo}", 62, creating, "drydock/x"))
+            request = comment(repo, 62, "@drydock autofix off", pull_request=True)
+            assert (await running.send(request)).json()["status"] == "accepted"
+            assert await running.github_event("issue_comment", request.delivery_id) is not None
+            assert await running.inbox(creating) == []
+            assert await running.wakes(Role.CODER, creating) == 0
+            followup = comment(repo, 62, "@drydock why is autofix off here?", pull_request=True)
+            await running.send(followup)
+            assert await running.github_event("issue_comment", followup.delivery_id) is None
+            assert len(await running.inbox(creating)) == 1
+
+    async def test_reviews_requesting_changes_and_review_comments_are_forwarded_too(
+        self, start_ingress: StartIngress, repo: str
+    ) -> None:
+        async with start_ingress() as running:
+            changes = signing.github(
+                GITHUB_SECRET, "pull_request_review", webhooks.review(ORG, repo, 63, None, state="changes_requested")
+            )
+            assert (await running.send(changes)).json()["status"] == "accepted"
+            assert await running.github_event("pull_request_review", changes.delivery_id) is not None
+            line = signing.github(
+                GITHUB_SECRET, "pull_request_review_comment", webhooks.review_comment(ORG, repo, 63, "x")
+            )
+            await running.send(line)
+            assert await running.github_event("pull_request_review_comment", line.delivery_id) is not None
 
     async def test_unrouted_events_are_acknowledged_and_ignored(self, start_ingress: StartIngress, repo: str) -> None:
         async with start_ingress() as running:

@@ -19,7 +19,14 @@ from drydock.channels.run_status import RunStatus
 from drydock.infra.redis import Keys
 from drydock.middleware import stack
 from drydock.middleware.scoped_instructions import BackendInstructionFiles
-from drydock.middleware.stack import CODER_ORDER, REVIEWER_ORDER, coder_middleware, reviewer_middleware
+from drydock.middleware.stack import (
+    ANALYZER_ORDER,
+    CODER_ORDER,
+    REVIEWER_ORDER,
+    analyzer_middleware,
+    coder_middleware,
+    reviewer_middleware,
+)
 from drydock.sandbox.failures import SandboxFailures
 from drydock.threads import Inbox, StoredMessage
 from tests.fakes.openai_server import Script, ScriptedModelServer
@@ -42,6 +49,9 @@ DOCUMENTED = [
 
 REVIEWER_LEAVES_OUT = {4, 5, 9, 10}
 """Scoped instruction files, inbox injection, sandbox recovery, fallback model."""
+
+ANALYZER_LEAVES_OUT = REVIEWER_LEAVES_OUT | {6, 8}
+"""The reviewer's omissions, and also status indicators and the step-limit notice (no conversation)."""
 
 
 def _docstring_list() -> list[tuple[int, str, str]]:
@@ -94,6 +104,11 @@ class TestOrder:
         expected = tuple(name for number, name, _ in _docstring_list() if number not in REVIEWER_LEAVES_OUT)
         assert expected == REVIEWER_ORDER
         assert tuple(m.name for m in reviewer_middleware(thread_id="t")) == REVIEWER_ORDER
+
+    def test_the_analyzer_list_is_the_leanest(self) -> None:
+        expected = tuple(name for number, name, _ in _docstring_list() if number not in ANALYZER_LEAVES_OUT)
+        assert expected == ANALYZER_ORDER
+        assert tuple(m.name for m in analyzer_middleware(thread_id="t")) == ANALYZER_ORDER
 
 
 class TestCoderStack:

@@ -132,6 +132,11 @@ app.kubernetes.io/component: {{ .name }}
 - name: DRYDOCK_SANDBOX_KUBERNETES_WARM_POOL_SIZE
   value: {{ $sandbox.warmPool.size | quote }}
 {{- end }}
+{{- if or (hasKey $values.env "DRYDOCK_DASHBOARD_DEV_LOGIN") (hasKey (default dict .svc.env) "DRYDOCK_DASHBOARD_DEV_LOGIN") }}
+{{- fail "DRYDOCK_DASHBOARD_DEV_LOGIN: the chart never turns on the dashboard's development login (anyone could sign in as anyone)" }}
+{{- end }}
+- name: DRYDOCK_DASHBOARD_DEV_LOGIN
+  value: "false"
 {{- range $key, $value := $values.env }}
 - name: {{ $key }}
   value: {{ $value | quote }}

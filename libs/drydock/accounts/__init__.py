@@ -10,18 +10,21 @@ from drydock.accounts.models import (
     RepositorySettings,
     RoleModel,
     TeamDefaults,
+    UserIdentity,
     UserProfile,
     repository_name,
 )
-from drydock.accounts.store import AccountsStore
+from drydock.accounts.store import AccountsStore, AccountTaken
 
 __all__ = [
+    "AccountTaken",
     "AccountsStore",
     "MembershipCache",
     "Provider",
     "RepositorySettings",
     "RoleModel",
     "TeamDefaults",
+    "UserIdentity",
     "UserProfile",
     "repository_name",
 ]

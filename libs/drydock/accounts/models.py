@@ -150,3 +150,22 @@ class RepositorySettings(Record):
     def from_json(cls, raw: str | None) -> RepositorySettings | None:
         """The stored record; ``None`` when there is none (the repository is not enabled)."""
         return None if not raw else cls.model_validate_json(raw)
+
+
+class UserIdentity(Record):
+    """Who a Drydock user is, as they last signed in to the dashboard: for display and for the
+    administrator check, never for authorization on its own."""
+
+    user_id: str = Field(min_length=1)
+    provider: str = Field(description="github, oidc or dev.")
+    login: str = Field(min_length=1)
+    name: str = ""
+    avatar_url: str = ""
+
+    def to_hash(self) -> dict[str, str]:
+        return self.model_dump(exclude={"user_id"})
+
+    @classmethod
+    def from_hash(cls, user_id: str, raw: Mapping[str, str]) -> UserIdentity | None:
+        """The stored identity; ``None`` when the user never signed in to the dashboard."""
+        return cls.model_validate({"user_id": user_id, **raw}) if raw.get("login") else None

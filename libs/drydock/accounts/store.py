@@ -13,8 +13,34 @@ from typing import cast
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
-from drydock.accounts.models import Provider, RepositorySettings, TeamDefaults, UserProfile, repository_name
+from drydock.accounts.models import (
+    Provider,
+    RepositorySettings,
+    TeamDefaults,
+    UserIdentity,
+    UserProfile,
+    repository_name,
+)
 from drydock.infra.redis import Keys
+
+# KEYS: the link, the user's accounts. ARGV: user id, "provider:external id".
+# Returns the user the account was already linked to ('' when it was free, or now linked).
+_LINK_IF_FREE = """
+local current = redis.call('GET', KEYS[1])
+if current and current ~= ARGV[1] then return current end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('SADD', KEYS[2], ARGV[2])
+return ''
+"""
+
+
+class AccountTaken(Exception):
+    """The external account is linked to another Drydock user."""
+
+    def __init__(self, provider: Provider, external_id: str) -> None:
+        super().__init__(f"the {provider.value} account {external_id} is linked to another Drydock user")
+        self.provider = provider
+        self.external_id = external_id
 
 
 def _external_id(external_id: str) -> str:
@@ -30,6 +56,7 @@ class AccountsStore:
         self._redis = redis
         self._keys = keys
         self.host = host
+        self._link_if_free = redis.register_script(_LINK_IF_FREE)
 
     # Linked accounts
 
@@ -45,6 +72,18 @@ class AccountsStore:
             pipe.set(key, user_id)
             pipe.sadd(self._keys.user_accounts(user_id), f"{provider}:{external_id}")
             await pipe.execute()
+
+    async def link_if_free(self, provider: Provider, external_id: str, user_id: str) -> None:
+        """Link an external account to a user unless another user has it (:class:`AccountTaken`):
+        what a person may do for themselves, where :meth:`link` may move a link."""
+        if not user_id:
+            raise ValueError("a user id is required")
+        key = self._keys.account_link(provider, _external_id(external_id))
+        taken = await self._link_if_free(
+            keys=[key, self._keys.user_accounts(user_id)], args=[user_id, f"{provider}:{external_id}"]
+        )
+        if taken:
+            raise AccountTaken(provider, external_id)
 
     async def unlink(self, provider: Provider, external_id: str) -> bool:
         """Remove the link; False if the account was not linked."""
@@ -82,6 +121,24 @@ class AccountsStore:
 
     async def save_profile(self, profile: UserProfile) -> None:
         await self._redis.hset(self._keys.user(profile.user_id), mapping=profile.to_hash())  # type: ignore[arg-type]
+
+    # Identities
+
+    async def identity(self, user_id: str) -> UserIdentity | None:
+        raw = cast(dict[str, str], await self._redis.hgetall(self._keys.user_identity(user_id)))
+        return UserIdentity.from_hash(user_id, raw)
+
+    async def identities(self, user_ids: list[str]) -> dict[str, UserIdentity]:
+        """The identities of those of ``user_ids`` that signed in to the dashboard."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for user_id in user_ids:
+                pipe.hgetall(self._keys.user_identity(user_id))
+            raws = cast(list[dict[str, str]], await pipe.execute())
+        found = (UserIdentity.from_hash(user_id, raw) for user_id, raw in zip(user_ids, raws, strict=True))
+        return {identity.user_id: identity for identity in found if identity is not None}
+
+    async def save_identity(self, identity: UserIdentity) -> None:
+        await self._redis.hset(self._keys.user_identity(identity.user_id), mapping=identity.to_hash())  # type: ignore[arg-type]
 
     # Team defaults
 

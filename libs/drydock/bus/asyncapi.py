@@ -48,7 +48,8 @@ CHANNELS = (
         "drydock.event.{thread_id}.{type}",
         streams.EVENTS_STREAM,
         RunEvent,
-        "What a run did; read by the dashboard and status indicators.",
+        "What a run did; read by the dashboard and status indicators. The autofix controller reads run "
+        "endings (durable consumer 'autofix-runs') and records its decisions here (type 'autofix').",
         {"thread_id": "The thread's id (uuid).", "type": "The event type."},
     ),
     ChannelSpec(

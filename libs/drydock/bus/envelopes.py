@@ -37,9 +37,13 @@ class EventType(StrEnum):
     MESSAGE_POSTED = "message_posted"
     COMPLETED = "completed"
     STEP_LIMIT = "step_limit"
+    STOPPED = "stopped"
+    """The run ended early because someone asked it to stop (the dashboard's stop button)."""
     ERROR = "error"
     PROXY_DENIED = "proxy_denied"
     """The credential proxy refused a sandbox request its grant does not allow (e.g. a reviewer push)."""
+    AUTOFIX = "autofix"
+    """A decision of the autofix controller on one of the thread's pull requests, with its rule and reason."""
 
 
 class Trigger(StrEnum):
@@ -55,6 +59,9 @@ class Trigger(StrEnum):
     """A pull request opened, marked ready, or pushed to, on a repository with review enabled."""
     PUSH = "push"
     """Someone else pushed to the agent's branch."""
+    REPAIR = "repair"
+    """The autofix controller asks for a repair run: a failing check, a merge conflict or review feedback
+    on the agent's pull request. The thread's pushes are gated by the confidence it reports."""
 
 
 class Envelope(BaseModel):

@@ -13,6 +13,7 @@ from nats.js import JetStreamContext
 from nats.js.api import (
     AckPolicy,
     ConsumerConfig,
+    DeliverPolicy,
     DiscardPolicy,
     RetentionPolicy,
     StorageType,
@@ -21,6 +22,7 @@ from nats.js.api import (
 from nats.js.errors import NotFoundError
 
 from drydock.bus import subjects
+from drydock.bus.envelopes import EventType
 from drydock.config import NatsSettings, SnapshotSettings
 from drydock.roles import Role
 
@@ -31,6 +33,9 @@ RUNS_STREAM = "DRYDOCK_RUNS"
 EVENTS_STREAM = "DRYDOCK_EVENTS"
 GITHUB_STREAM = "DRYDOCK_GITHUB"
 AUTOFIX_CONSUMER = "autofix"
+AUTOFIX_RUNS_CONSUMER = "autofix-runs"
+"""The autofix controller's view of run endings (completed, step limit, stopped, error) on DRYDOCK_EVENTS."""
+RUN_END_EVENTS = (EventType.COMPLETED, EventType.STEP_LIMIT, EventType.STOPPED, EventType.ERROR)
 
 
 def run_consumer(role: Role) -> str:
@@ -144,6 +149,22 @@ def topology(settings: NatsSettings, snapshots: SnapshotSettings | None = None) 
             for role in Role
         ),
         work_consumer(GITHUB_STREAM, AUTOFIX_CONSUMER, f"{subjects.GITHUB}.*", "autofix controller"),
+        ConsumerSpec(
+            EVENTS_STREAM,
+            ConsumerConfig(
+                name=AUTOFIX_RUNS_CONSUMER,
+                durable_name=AUTOFIX_RUNS_CONSUMER,
+                description="autofix controller: run endings, which end repair runs",
+                filter_subjects=[subjects.events_of_type(kind.value) for kind in RUN_END_EVENTS],
+                # Endings from before the consumer existed can end no repair.
+                deliver_policy=DeliverPolicy.NEW,
+                ack_policy=AckPolicy.EXPLICIT,
+                ack_wait=ack_wait,
+                max_deliver=settings.run_max_deliver,
+                backoff=backoff,
+                max_ack_pending=1000,
+            ),
+        ),
     )
     return Topology(streams=streams, consumers=consumers)
 

@@ -35,5 +35,10 @@ def events_of(thread_id: str) -> str:
     return f"{EVENT}.{_token(thread_id)}.*"
 
 
+def events_of_type(event_type: str) -> str:
+    """The filter that matches one event type of every thread."""
+    return f"{EVENT}.*.{_token(event_type)}"
+
+
 def github(event_name: str) -> str:
     return f"{GITHUB}.{_token(event_name)}"

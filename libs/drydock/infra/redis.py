@@ -163,7 +163,133 @@ class Keys:
         scheduling script writes it together with the due index)."""
         return f"{self.prefix}:wakeups:{{wakeups}}:thread:{thread_id}"
 
+    def guidelines(self, host: str, full_name: str) -> str:
+        """A repository's review guideline versions (version → JSON of its rules and provenance).
+        The guideline keys of a repository share the hash tag ``{host:owner/name}``."""
+        return f"{self.prefix}:guidelines:{{{host.lower()}:{full_name.lower()}}}:versions"
+
+    def guidelines_counter(self, host: str, full_name: str) -> str:
+        """The newest guideline version number of a repository."""
+        return f"{self.prefix}:guidelines:{{{host.lower()}:{full_name.lower()}}}:counter"
+
+    def guidelines_approvals(self, host: str, full_name: str) -> str:
+        """The approval state of each guideline version (version → JSON: state, by whom, when)."""
+        return f"{self.prefix}:guidelines:{{{host.lower()}:{full_name.lower()}}}:approvals"
+
+    def analysis(self, host: str, full_name: str) -> str:
+        """The analyzer's progress on a repository (bootstrap state, continual cursor), a hash."""
+        return f"{self.prefix}:analysis:{host.lower()}:{full_name.lower()}"
+
+    def analysis_evidence(self, thread_id: str) -> str:
+        """What the analyzer's current run learns from (JSON), so its tool can check provenance."""
+        return f"{self.prefix}:analysis-evidence:{{{thread_id}}}"
+
+    def findings(self, thread_id: str) -> str:
+        """A reviewer thread's findings (``f:{id}`` → JSON) and fingerprint index (``fp:{fp}`` → id)."""
+        return f"{self.prefix}:findings:{{{thread_id}}}"
+
+    def review_target(self, thread_id: str) -> str:
+        """The pull request a reviewer thread reviews at its current head, with its diff (JSON)."""
+        return f"{self.prefix}:review-target:{{{thread_id}}}"
+
+    def repository_reviews(self, host: str, full_name: str) -> str:
+        """The reviewer threads of a repository, scored by their findings' last change (epoch seconds)."""
+        return f"{self.prefix}:repository-reviews:{host.lower()}:{full_name.lower()}"
+
+    def finding_comment(self, host: str, full_name: str, comment_id: int | str) -> str:
+        """The reviewer thread whose finding a code-host review comment carries."""
+        return f"{self.prefix}:finding-comment:{host.lower()}:{full_name.lower()}:{comment_id}"
+
+    def schedules_due(self) -> str:
+        """Recurring schedule ids scored by their next due time (epoch seconds). The schedule keys
+        share the hash tag ``{schedules}`` so that one script can claim across them."""
+        return f"{self.prefix}:schedules:{{schedules}}:due"
+
+    def schedule_entries(self) -> str:
+        """Recurring schedules by id (JSON: thread, role, interval, note)."""
+        return f"{self.prefix}:schedules:{{schedules}}:entries"
+
+    def autofix_leader(self) -> str:
+        """The autofix controller's lease (``owner|fence``): one active controller at a time."""
+        return f"{self.prefix}:autofix-leader"
+
+    def autofix_leader_fence(self) -> str:
+        """The controller lease's fencing counter; it only grows."""
+        return f"{self.prefix}:autofix-leader-fence"
+
+    def autofix_override(self, host: str, full_name: str, number: int) -> str:
+        """A person's autofix on/off override for one pull request (a hash: state, by, source, at)."""
+        return f"{self.prefix}:autofix-override:{host.lower()}:{full_name.lower()}:{number}"
+
+    def autofix_repair(self, thread_id: str) -> str:
+        """The thread's active repair (a hash, with a TTL): its pull request, head, trigger and
+        the confidence reported for it. While it exists the credential proxy gates the thread's pushes."""
+        return f"{self.prefix}:autofix-repair:{{{thread_id}}}"
+
+    def autofix_pending(self, thread_id: str) -> str:
+        """Repair requests coalesced while a repair was active (pull request → request JSON)."""
+        return f"{self.prefix}:autofix-pending:{{{thread_id}}}"
+
+    def autofix_pull(self, thread_id: str, host: str, full_name: str, number: int) -> str:
+        """Autofix's record of one agent pull request: repairs dispatched, loop-limit notice sent."""
+        return f"{self.prefix}:autofix-pr:{{{thread_id}}}:{host.lower()}:{full_name.lower()}:{number}"
+
+    def autofix_processed(self, thread_id: str, host: str, full_name: str, number: int) -> str:
+        """The ``head sha:trigger`` pairs of a pull request that already got a repair run."""
+        return f"{self.prefix}:autofix-processed:{{{thread_id}}}:{host.lower()}:{full_name.lower()}:{number}"
+
+    def autofix_confidence(self, thread_id: str, run_id: str) -> str:
+        """The confidence a run of the thread reported (report_confidence), with its diagnosis."""
+        return f"{self.prefix}:autofix-confidence:{{{thread_id}}}:{run_id}"
+
     def checkpoints(self) -> str:
         """The prefix under which the LangGraph checkpointer spells its own keys
         (``…:cp:{thread_id}:…``, ``…:blob:…``, ``…:threads``; see :mod:`drydock.checkpoints`)."""
         return f"{self.prefix}:checkpoint"
+
+    def threads_index(self) -> str:
+        """Every thread, scored by its creation time (epoch milliseconds): the dashboard's list.
+        The thread index keys share the hash tag ``{threads}``."""
+        return f"{self.prefix}:threads:{{threads}}:all"
+
+    def threads_by(self, facet: str, value: str) -> str:
+        """The threads whose ``facet`` (kind, channel, repository, owner, state) is ``value``,
+        scored like :meth:`threads_index`."""
+        return f"{self.prefix}:threads:{{threads}}:{facet}:{value.lower()}"
+
+    def thread_facets(self) -> str:
+        """What the list filters on, per thread (thread id → kind, channel, repository, owner,
+        state, score), so one script can filter without touching each thread's own hash."""
+        return f"{self.prefix}:threads:{{threads}}:facets"
+
+    def thread_scratch(self) -> str:
+        """Where one list query keeps an intermediate union; deleted before the query returns."""
+        return f"{self.prefix}:threads:{{threads}}:scratch"
+
+    def threads_indexed(self) -> str:
+        """Set once every thread created before the index existed has been added to it."""
+        return f"{self.prefix}:threads:{{threads}}:backfilled"
+
+    def thread_stop(self, thread_id: str) -> str:
+        """A request to stop the thread's run, checked by the worker between graph steps."""
+        return f"{self.prefix}:stop:{{{thread_id}}}"
+
+    def session(self, digest: str) -> str:
+        """A dashboard session, by the SHA-256 of its cookie value (the value itself is never stored)."""
+        return f"{self.prefix}:session:{digest}"
+
+    def login_attempt(self, state: str) -> str:
+        """A sign-in in progress (OAuth ``state`` → PKCE verifier, nonce, where to return), short-lived."""
+        return f"{self.prefix}:login:{state}"
+
+    def user_identity(self, user_id: str) -> str:
+        """How a user signed in last: provider, login, name (a hash), for display."""
+        return f"{self.prefix}:user-identity:{user_id}"
+
+    def user_repositories(self, user_id: str) -> str:
+        """The repositories a user may see (lower-cased ``owner/name``), cached for ``access_ttl``."""
+        return f"{self.prefix}:user-repositories:{user_id}"
+
+    def installation_repositories(self) -> str:
+        """The repositories the GitHub App is installed on (JSON), cached briefly for the dashboard."""
+        return f"{self.prefix}:installation-repositories"

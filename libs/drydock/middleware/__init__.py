@@ -16,13 +16,22 @@ from drydock.middleware.protocols import (
 from drydock.middleware.sandbox_circuit_breaker import SandboxCircuitBreaker
 from drydock.middleware.sanitize_tool_inputs import SanitizeToolInputs
 from drydock.middleware.scoped_instructions import BackendInstructionFiles, ScopedInstructions
-from drydock.middleware.stack import CODER_ORDER, REVIEWER_ORDER, RunLimits, coder_middleware, reviewer_middleware
+from drydock.middleware.stack import (
+    ANALYZER_ORDER,
+    CODER_ORDER,
+    REVIEWER_ORDER,
+    RunLimits,
+    analyzer_middleware,
+    coder_middleware,
+    reviewer_middleware,
+)
 from drydock.middleware.status_indicators import StatusIndicators
 from drydock.middleware.step_limit_notice import StepLimitNotice
 from drydock.middleware.strip_reasoning import StripMalformedReasoning
 from drydock.middleware.tool_errors import ToolErrorsAsMessages
 
 __all__ = [
+    "ANALYZER_ORDER",
     "CODER_ORDER",
     "REVIEWER_ORDER",
     "BackendInstructionFiles",
@@ -45,6 +54,7 @@ __all__ = [
     "StopReason",
     "StripMalformedReasoning",
     "ToolErrorsAsMessages",
+    "analyzer_middleware",
     "coder_middleware",
     "model_fallback",
     "reviewer_middleware",

@@ -15,7 +15,8 @@ The coder's middleware, in this order (DESIGN.md section 6):
 11. ``StripMalformedReasoning``: strip malformed reasoning blocks immediately before the provider call
 
 The reviewer's list is the same without 4, 5, 9 and 10 (no scoped instruction files, no inbox
-injection, no sandbox recovery, no fallback model).
+injection, no sandbox recovery, no fallback model). The analyzer's is leaner still: it answers no
+conversation, so it also leaves out 6 and 8 (status indicators, step-limit notice).
 
 LangChain runs ``before_*`` hooks in list order, ``after_*`` hooks in reverse, and composes
 ``wrap_*`` hooks first-outermost: sanitizing sees the final reply of every model call, a tool's
@@ -70,6 +71,10 @@ REVIEWER_ORDER: tuple[str, ...] = tuple(
     name
     for name in CODER_ORDER
     if name not in {"ScopedInstructions", "InboxInjection", "SandboxCircuitBreaker", "ModelFallbackMiddleware"}
+)
+
+ANALYZER_ORDER: tuple[str, ...] = tuple(
+    name for name in REVIEWER_ORDER if name not in {"StatusIndicators", "StepLimitNotice"}
 )
 
 
@@ -134,5 +139,16 @@ def reviewer_middleware(
         StatusIndicators(status, thread_id),
         EmptyReplyNudge(max_nudges=limits.empty_replies),
         StepLimitNotice(notifier, thread_id),
+        StripMalformedReasoning(),
+    ]
+
+
+def analyzer_middleware(*, thread_id: str, limits: RunLimits = RunLimits()) -> list[AgentMiddleware[Any, Any, Any]]:
+    """The analyzer's middleware for one run of ``thread_id``, in :data:`ANALYZER_ORDER`."""
+    return [
+        SanitizeToolInputs(),
+        ModelCallLimit(limits.model_calls),
+        ToolErrorsAsMessages(thread_id),
+        EmptyReplyNudge(max_nudges=limits.empty_replies),
         StripMalformedReasoning(),
     ]

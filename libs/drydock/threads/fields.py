@@ -26,6 +26,10 @@ CREATED_BY = "created_by"
 MODEL = "model"
 """The thread's own model choice (from the triggering event or the dashboard); empty: none."""
 EFFORT = "effort"
+STATE = "state"
+"""What the thread is doing (:class:`drydock.threads.states.ThreadState`); absent until its first run."""
+TITLE = "title"
+"""A short label for lists (the first line of a prompt from the dashboard); absent: derived from ``reply_to``."""
 
 
 def new_thread_fields(message: InboxMessage, *, created_by: str) -> dict[str, str]:

@@ -2,7 +2,8 @@
 
 Fields are strings; structured values (reply address, PR records, model settings) are JSON in
 their own field so that two writers touching different fields never overwrite each other.
-``kind`` is set when the thread is created and never changes.
+``kind`` is set when the thread is created and never changes. Creating a thread also adds it to
+the thread index (:mod:`drydock.threads.index`) in the same script, so no thread is unlisted.
 """
 
 from __future__ import annotations
@@ -18,20 +19,40 @@ from redis.exceptions import WatchError
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.threads.fields import KIND
+from drydock.threads.index import index_entry
 
 Changes = Mapping[str, str | None]
 """Fields to set; ``None`` deletes the field."""
 
-_CREATE = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV))
-return 1
+# KEYS: the thread's hash, then its index entry's keys (the facets hash, then its sets).
+# ARGV: thread id, index score, facets value, then the fields.
+_INDEX = """
+local function index()
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+  for i = 3, #KEYS do redis.call('ZADD', KEYS[i], ARGV[2], ARGV[1]) end
+end
 """
 
-_ENSURE = """
-if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('HSET', KEYS[1], unpack(ARGV)) end
+_CREATE = (
+    _INDEX
+    + """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 4))
+index()
+return 1
+"""
+)
+
+_ENSURE = (
+    _INDEX
+    + """
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[1], unpack(ARGV, 4))
+  index()
+end
 return redis.call('HGETALL', KEYS[1])
 """
+)
 
 # ARGV: field, expected-present flag ("1"/"0"), expected value, new-present flag, new value.
 _COMPARE_AND_SET = """
@@ -82,15 +103,22 @@ class ThreadMetadataStore:
         self._cas = redis.register_script(_COMPARE_AND_SET)
 
     async def create(self, thread_id: str, *, kind: Role, fields: Mapping[str, str] | None = None) -> None:
-        """Create the thread; raise :class:`ThreadExists` if it has metadata already."""
-        created = await self._create(keys=[self._keys.thread(thread_id)], args=_flatten(kind, fields or {}))
+        """Create the thread (and index it); raise :class:`ThreadExists` if it has metadata already."""
+        keys, args = self._creation(thread_id, kind, fields or {})
+        created = await self._create(keys=keys, args=args)
         if not created:
             raise ThreadExists(thread_id)
 
     async def ensure(self, thread_id: str, *, kind: Role, fields: Mapping[str, str] | None = None) -> dict[str, str]:
-        """Create the thread unless it exists; return its metadata either way."""
-        flat = await self._ensure(keys=[self._keys.thread(thread_id)], args=_flatten(kind, fields or {}))
+        """Create the thread (and index it) unless it exists; return its metadata either way."""
+        keys, args = self._creation(thread_id, kind, fields or {})
+        flat = await self._ensure(keys=keys, args=args)
         return dict(zip(flat[::2], flat[1::2], strict=True))
+
+    def _creation(self, thread_id: str, kind: Role, fields: Mapping[str, str]) -> tuple[list[str], list[str | int]]:
+        flat = _flatten(kind, fields)
+        entry = index_entry(self._keys, thread_id, {**fields, KIND: kind.value})
+        return [self._keys.thread(thread_id), *entry.keys], [thread_id, entry.score, entry.facets, *flat]
 
     async def find(self, thread_id: str) -> dict[str, str] | None:
         found = cast(dict[str, str], await self._redis.hgetall(self._keys.thread(thread_id)))

@@ -12,14 +12,21 @@ from collections.abc import Callable, Iterable
 from langchain_core.tools import BaseTool
 
 from drydock.tools import (
+    add_finding,
     fetch_url,
     github_comment,
+    http_get,
     http_request,
     linear,
+    list_findings,
     open_pull_request,
+    publish_review,
+    report_confidence,
     request_review,
+    save_guidelines,
     schedule_wakeup,
     slack_reply,
+    update_finding,
     update_pull_request,
     web_search,
 )
@@ -40,6 +47,13 @@ REGISTRY: dict[str, ToolFactory] = {
         request_review,
         schedule_wakeup,
         slack_reply,
+        report_confidence,
+        http_get,
+        add_finding,
+        update_finding,
+        list_findings,
+        publish_review,
+        save_guidelines,
     )
 }
 
@@ -54,8 +68,24 @@ CODER_TOOLS: tuple[str, ...] = (
     request_review.NAME,
     schedule_wakeup.NAME,
     slack_reply.NAME,
+    report_confidence.NAME,
 )
 """The coder's tools, in the order the model sees them."""
+
+REVIEWER_TOOLS: tuple[str, ...] = (
+    http_get.NAME,
+    web_search.NAME,
+    fetch_url.NAME,
+    list_findings.NAME,
+    add_finding.NAME,
+    update_finding.NAME,
+    publish_review.NAME,
+)
+"""The reviewer's tools: read-oriented network tools and the findings. Nothing that writes
+files, commits, pushes or opens pull requests."""
+
+ANALYZER_TOOLS: tuple[str, ...] = (save_guidelines.NAME,)
+"""The analyzer's only tool."""
 
 
 def build_tools(names: Iterable[str], context: ToolContext) -> list[BaseTool]:
@@ -63,4 +93,13 @@ def build_tools(names: Iterable[str], context: ToolContext) -> list[BaseTool]:
     return [REGISTRY[name](context) for name in names]
 
 
-__all__ = ["CODER_TOOLS", "REGISTRY", "ThreadScope", "ToolContext", "ToolFactory", "build_tools"]
+__all__ = [
+    "ANALYZER_TOOLS",
+    "CODER_TOOLS",
+    "REGISTRY",
+    "REVIEWER_TOOLS",
+    "ThreadScope",
+    "ToolContext",
+    "ToolFactory",
+    "build_tools",
+]

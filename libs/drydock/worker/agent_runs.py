@@ -6,8 +6,13 @@ ensure the sandbox and the repository's checkout, build the role's tools and a f
 from the role's graph factory, and run it against the thread's checkpoint. A run interrupted by
 a crash is resumed from its last checkpoint (the next step of the graph is still pending);
 otherwise a new turn starts, and the inbox middleware injects what arrived since the last one.
+Roles differ only through their :class:`RoleHooks`: a preparation after the checkout (the
+reviewer's pull request head, the analyzer's evidence), turns that start with the inbox's
+messages (for graphs without the inbox middleware), and whether the checkout is snapshotted.
 
-What a run did is published as run events. Failures a person can act on (no model configured,
+What a run did is published as run events, which also set the thread's state
+(:mod:`drydock.threads.states`). A stop request (:mod:`drydock.threads.stops`) ends a run between
+graph steps with a ``stopped`` event. Failures a person can act on (no model configured,
 a model choice the catalog rejects, the model endpoint failing for good, a repository that
 cannot be cloned, the sandbox circuit breaker) end the run with a notice in the source
 conversation and an ``error`` event; they are not retried, since retrying cannot fix them.
@@ -16,17 +21,18 @@ Failures of our own infrastructure raise, so the wake is redelivered with backof
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
 
 import httpx
 import openai
 import structlog
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
@@ -39,6 +45,7 @@ from drydock.config import Settings
 from drydock.graphs.inputs import AgentInputs, Checkout, GraphFactory
 from drydock.infra.redis import Keys
 from drydock.middleware import EmptyReplies, RunLimits, StopReason, stop_reason
+from drydock.middleware.inbox_injection import inbox_message_id, inbox_message_text
 from drydock.models import ModelChoice, ModelError, Models
 from drydock.roles import Role
 from drydock.sandbox.backend import SandboxBackend
@@ -46,8 +53,10 @@ from drydock.sandbox.errors import SandboxError
 from drydock.sandbox.lifecycle import SandboxManager
 from drydock.sandbox.snapshots import SnapshotStore
 from drydock.threads import Inbox, Lease
-from drydock.threads.fields import EFFORT, MODEL, OWNER, REPLY_TO, REPOSITORY
+from drydock.threads.fields import EFFORT, MODEL, OWNER, REPLY_TO, REPOSITORY, STATE
 from drydock.threads.metadata import ThreadMetadataStore
+from drydock.threads.states import ThreadState, ThreadStates
+from drydock.threads.stops import StopRequests
 from drydock.tools import build_tools
 from drydock.tools.context import ThreadScope, ToolContext
 from drydock.worker.sources import SourceNotices, SourceStatus
@@ -70,6 +79,39 @@ class RunEnded(Exception):
     """A run ended early for a reason told to the source conversation; the wake is done."""
 
 
+class RunSkipped(Exception):
+    """A role's preparation found nothing to do (e.g. no new evidence): the run completes
+    without calling the model."""
+
+
+@dataclass(frozen=True)
+class RunSetup:
+    """What a run has prepared before its tools and agent are built."""
+
+    scope: ThreadScope
+    backend: SandboxBackend
+    checkout: Checkout | None
+    parts: RunParts
+
+
+Prepare = Callable[[RunSetup], Awaitable[RunSetup]]
+"""A role's preparation: given the sandbox and the default-branch checkout, returns the setup the
+agent is built with (e.g. the reviewer's checkout at the pull request's head). May raise
+:class:`RunEnded` or :class:`RunSkipped`."""
+
+
+@dataclass(frozen=True)
+class RoleHooks:
+    """Where a role's runs differ from the coder's; the defaults are the coder's."""
+
+    prepare: Prepare | None = None
+    inbox_at_start: bool = False
+    """The role's graph has no inbox middleware: a new turn starts with the messages queued
+    since the checkpoint's cursor (and a turn with none is not run)."""
+    snapshots: bool = True
+    """Snapshot the checkout after each turn; off where the checkout can always be re-derived."""
+
+
 @dataclass(frozen=True)
 class RunParts:
     """What every run of a worker process shares."""
@@ -88,6 +130,7 @@ class RunParts:
     http: httpx.AsyncClient
     snapshots: SnapshotStore | None = None
     """Saves the checkout at the end of each turn, so a recreated sandbox gets unpushed work back."""
+    hooks: RoleHooks = field(default_factory=RoleHooks)
 
 
 class AgentRuns:
@@ -99,6 +142,8 @@ class AgentRuns:
         self.inbox = Inbox(parts.bus)
         self.metadata = ThreadMetadataStore(parts.redis, parts.keys)
         self.accounts = AccountsStore(parts.redis, parts.keys, host=parts.settings.github.host)
+        self.states = ThreadStates(parts.redis, parts.keys)
+        self.stops = StopRequests(parts.redis, parts.keys)
         worker = parts.settings.worker
         self.limits = RunLimits(model_calls=worker.step_limit, sandbox_failures=worker.sandbox_failure_limit)
 
@@ -112,7 +157,7 @@ class AgentRuns:
             reply_to=ReplyAddress.model_validate_json(fields[REPLY_TO]),
             user_id=fields.get(OWNER) or None,
         )
-        events = RunEvents(self.parts.bus, scope)
+        events = RunEvents(self.parts.bus, scope, self.states)
         config: RunnableConfig = {
             "configurable": {"thread_id": thread_id},
             "recursion_limit": RECURSION_LIMIT,
@@ -122,6 +167,10 @@ class AgentRuns:
         bound = log.bind(thread_id=thread_id, run_id=scope.run_id, role=scope.role.value)
         try:
             return await self._run(scope, fields, config, events, notices, fence=lease.fence)
+        except RunSkipped as skipped:
+            bound.info("run skipped", reason=str(skipped))
+            await events.emit(EventType.COMPLETED, summary=str(skipped), skipped=True)
+            return await self._cursor_after_unrun(thread_id, config)
         except RunEnded as ended:
             bound.warning("run ended early", reason=str(ended))
             if notices is not None:
@@ -161,6 +210,9 @@ class AgentRuns:
         fallback = parts.models.fallback_for(resolved)
         backend = await self._sandbox(scope)
         checkout = await self._checkout(backend, scope.repository) if scope.repository else None
+        if parts.hooks.prepare is not None:
+            setup = await parts.hooks.prepare(RunSetup(scope, backend, checkout, parts))
+            scope, checkout = setup.scope, setup.checkout
         tools = build_tools(
             parts.tool_names,
             ToolContext(
@@ -196,8 +248,9 @@ class AgentRuns:
         await events.emit(
             EventType.STARTED, model=resolved.id, effort=resolved.effort, sandbox_id=backend.id, fence=fence
         )
-        cursor = await self._drive(agent, config, events)
-        if checkout is not None:
+        # The thread still counts as running only when its last run died mid-turn.
+        cursor = await self._drive(agent, config, events, resume=fields.get(STATE) == ThreadState.RUNNING.value)
+        if checkout is not None and parts.hooks.snapshots:
             await self._snapshot(scope.thread_id, backend, checkout)
         return cursor
 
@@ -247,26 +300,75 @@ class AgentRuns:
         return Checkout(repository=repository, path=path, default_branch=default_branch, instructions=instructions)
 
     async def _drive(
-        self, agent: CompiledStateGraph[Any, Any, Any, Any], config: RunnableConfig, events: RunEvents
+        self, agent: CompiledStateGraph[Any, Any, Any, Any], config: RunnableConfig, events: RunEvents, *, resume: bool
     ) -> int:
-        pending = (await agent.aget_state(config)).next
-        # A run that died mid-turn resumes from its checkpoint; otherwise a new turn begins.
-        turn: dict[str, Any] | None = None if pending else {"messages": []}
-        try:
-            async for update in agent.astream(turn, config, stream_mode="updates", durability="sync"):
-                await events.from_update(update)
-        except (openai.APIError, EmptyReplies) as error:
-            detail = _failure_text(error)
-            raise RunEnded(f"I stopped because the model failed: {detail}. Reply here to retry.") from None
-        values = (await agent.aget_state(config)).values
+        values, stopped_by = await self._stream(agent, None, config, events) if resume else (None, None)
+        if values is None:
+            # Nothing to resume (or the interrupted turn had in fact finished): a new turn begins.
+            turn: dict[str, Any] = {"messages": []}
+            if self.parts.hooks.inbox_at_start:
+                turn = await self._opening_turn(config)
+                if not turn["messages"]:
+                    await events.emit(EventType.COMPLETED, summary="", skipped=True)
+                    return int(turn["inbox_cursor"])
+            values, stopped_by = await self._stream(agent, turn, config, events)
+        if values is None:
+            values = (await agent.aget_state(config)).values
         reason = stop_reason(values.get("messages", []))
-        if reason is StopReason.STEP_LIMIT:
+        if stopped_by is not None:
+            await events.emit(EventType.STOPPED, by=stopped_by)
+        elif reason is StopReason.STEP_LIMIT:
             await events.emit(EventType.STEP_LIMIT, model_calls=self.limits.model_calls)
         elif reason is StopReason.SANDBOX_FAILURES:
             await events.emit(EventType.ERROR, error="the sandbox circuit breaker stopped the run")
         else:
             await events.emit(EventType.COMPLETED, summary=_last_text(values.get("messages", [])))
         return int(values.get("inbox_cursor", 0))
+
+    async def _stream(
+        self,
+        agent: CompiledStateGraph[Any, Any, Any, Any],
+        turn: dict[str, Any] | None,
+        config: RunnableConfig,
+        events: RunEvents,
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """Run ``turn`` (None: resume) to its end or a stop request; the state after the last step
+        (None when no step ran) and who asked to stop. The state comes from the stream, because
+        reading it back (``aget_state``) cost tens of milliseconds per run."""
+        thread_id = config["configurable"]["thread_id"]
+        values: dict[str, Any] | None = None
+        ran = False
+        try:
+            stream = agent.astream(turn, config, stream_mode=["updates", "values"], durability="sync")
+            async with contextlib.aclosing(cast(AsyncGenerator[tuple[str, Any], None], stream)) as chunks:
+                async for mode, chunk in chunks:
+                    if mode == "values":
+                        values = chunk
+                        continue
+                    ran = True
+                    await events.from_update(chunk)
+                    # A stop request ends the run between steps; the checkpoint keeps the steps done.
+                    if isinstance(chunk, dict) and chunk.keys() & {"model", "tools"}:
+                        stopped_by = await self.stops.take(thread_id)
+                        if stopped_by is not None:
+                            return values, stopped_by
+        except (openai.APIError, EmptyReplies) as error:
+            detail = _failure_text(error)
+            raise RunEnded(f"I stopped because the model failed: {detail}. Reply here to retry.") from None
+        return (values if ran else None), None
+
+    async def _opening_turn(self, config: RunnableConfig) -> dict[str, Any]:
+        """A new turn's input for a role without inbox middleware: the messages queued after the
+        checkpoint's cursor, and the cursor after them (checkpointed with them, as the middleware
+        would)."""
+        saved = await self.parts.checkpointer.aget_tuple(config)
+        cursor = int(saved.checkpoint["channel_values"].get("inbox_cursor", 0)) if saved is not None else 0
+        queued = await self.inbox.read_after(config["configurable"]["thread_id"], cursor)
+        messages = [
+            HumanMessage(content=inbox_message_text(stored.message), id=inbox_message_id(stored.seq))
+            for stored in queued
+        ]
+        return {"messages": messages, "inbox_cursor": queued[-1].seq if queued else cursor}
 
     async def _cursor_after_unrun(self, thread_id: str, config: RunnableConfig) -> int:
         """The inbox cursor after a run that ended early: everything queued counts as seen for
@@ -281,12 +383,16 @@ class AgentRuns:
 class RunEvents:
     """Publishes a run's events on ``drydock.event.{thread}.{type}``."""
 
-    def __init__(self, bus: Bus, scope: ThreadScope) -> None:
+    def __init__(self, bus: Bus, scope: ThreadScope, states: ThreadStates | None = None) -> None:
         self._bus = bus
         self._scope = scope
+        self._states = states
 
     async def emit(self, type: EventType, **data: Any) -> None:
-        await self._bus.emit(RunEvent(thread_id=self._scope.thread_id, run_id=self._scope.run_id, type=type, data=data))
+        event = RunEvent(thread_id=self._scope.thread_id, run_id=self._scope.run_id, type=type, data=data)
+        await self._bus.emit(event)
+        if self._states is not None:
+            await self._states.observe(event)
 
     async def from_update(self, update: Any) -> None:
         """Events for one graph step's update: a model call, or the tool calls it answered."""

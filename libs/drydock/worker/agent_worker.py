@@ -25,9 +25,8 @@ from drydock.runtime import Runtime
 from drydock.sandbox.credentials import NoProxy, SandboxCredentials
 from drydock.sandbox.lifecycle import SandboxManager
 from drydock.sandbox.snapshots import SnapshotStore
-from drydock.scheduler import Wakeups
 from drydock.threads import Inbox, Leases
-from drydock.worker.agent_runs import AgentRuns, RunParts
+from drydock.worker.agent_runs import AgentRuns, RoleHooks, RunParts
 from drydock.worker.thread_runner import ThreadRunner
 from drydock.worker.wake_consumer import WakeConsumer
 
@@ -42,26 +41,16 @@ class AgentWorker:
     consumer: WakeConsumer
     runs: AgentRuns
     sandboxes: SandboxManager
-    wakeups: Wakeups
-    wakeup_poll: float
 
     async def run(self) -> None:
-        """Consume wakes, fire due wake-ups and reap idle sandboxes until cancelled; unfinished
-        wakes are handed back."""
-        stop = asyncio.Event()
-        background = [
-            asyncio.create_task(self.sandboxes.reap_forever(REAP_INTERVAL), name="sandbox-reaper"),
-            asyncio.create_task(
-                self.wakeups.run_forever(self.runs.parts.bus, interval=self.wakeup_poll, stop=stop), name="wakeups"
-            ),
-        ]
+        """Consume wakes and reap idle sandboxes until cancelled; unfinished wakes are handed
+        back. (Due wake-ups are fired by the scheduler in the autofix controller.)"""
+        reaper = asyncio.create_task(self.sandboxes.reap_forever(REAP_INTERVAL), name="sandbox-reaper")
         try:
             await self.consumer.run()
         finally:
-            stop.set()
-            for task in background:
-                task.cancel()
-            await asyncio.gather(*background, return_exceptions=True)
+            reaper.cancel()
+            await asyncio.gather(reaper, return_exceptions=True)
 
 
 def _credentials(runtime: Runtime) -> tuple[SandboxCredentials, ProxyCredentials | None]:
@@ -82,8 +71,10 @@ async def agent_worker(
     manifest: Manifest | None = None,
     owner: str | None = None,
     outbound: Outbound | None = None,
+    hooks: RoleHooks | None = None,
 ) -> AsyncIterator[AgentWorker]:
-    """Build the worker of ``role`` on ``runtime``; close what it opened on exit.
+    """Build the worker of ``role`` on ``runtime``; close what it opened on exit. ``hooks`` are
+    where the role's runs differ from the coder's (:class:`~drydock.worker.agent_runs.RoleHooks`).
 
     Raises :class:`~drydock.models.ModelError` when the configured default or fallback model is
     not in the catalog, and :class:`~drydock.graphs.manifest.ManifestError` when the role has no
@@ -124,6 +115,7 @@ async def agent_worker(
                 models=models,
                 http=http,
                 snapshots=snapshots,
+                hooks=hooks or RoleHooks(),
             )
         )
         runner = ThreadRunner(
@@ -137,11 +129,4 @@ async def agent_worker(
             heartbeat=settings.worker.heartbeat.total_seconds(),
             max_deliver=settings.nats.run_max_deliver,
         )
-        yield AgentWorker(
-            role,
-            consumer,
-            runs,
-            sandboxes,
-            Wakeups(runtime.redis, runtime.keys),
-            settings.worker.wakeup_poll.total_seconds(),
-        )
+        yield AgentWorker(role, consumer, runs, sandboxes)

@@ -4,7 +4,8 @@
 As GitHub does, the fake answers 422 ``Validation Failed`` with its ``errors`` list when a pull
 request is already open for the same head branch, when head and base are the same branch, or
 for an unknown ``state``. Branches themselves are not modelled: any head branch is accepted
-(its head sha is derived from the name). Issues and pull requests share one number sequence; a
+(its head sha is derived from the name, unless a test moved it in :mod:`tests.fakes.github.history`,
+which also holds labels and mergeability). Issues and pull requests share one number sequence; a
 new pull request is also an issue of :mod:`tests.fakes.github.activity`, so it can be commented on.
 """
 
@@ -23,6 +24,8 @@ from tests.fakes.github.app_tokens import repository_json
 from tests.fakes.github.auth import state
 from tests.fakes.github.callers import body_field
 from tests.fakes.github.errors import GitHubError, not_found
+from tests.fakes.github.history import history_of
+from tests.fakes.github.labels import label_json
 from tests.fakes.github.state import GitHubState, PullRequest
 
 router = APIRouter()
@@ -61,6 +64,8 @@ def pull_json(github: GitHubState, pull: PullRequest, base_url: str) -> dict[str
     full_name = repository.full_name
     html_url = f"https://github.com/{full_name}/pull/{pull.number}"
     owner = {"login": repository.owner, "type": "Organization"}
+    history, number = history_of(github), pull.number
+    mergeable = history.mergeable.get((full_name.lower(), number)) if pull.state == "open" else None
     return {
         "url": f"{base_url}/repos/{full_name}/pulls/{pull.number}",
         "id": pull.id,
@@ -78,27 +83,28 @@ def pull_json(github: GitHubState, pull: PullRequest, base_url: str) -> dict[str
         "created_at": _timestamp(pull.created_at),
         "updated_at": _timestamp(pull.updated_at),
         "closed_at": _timestamp(pull.closed_at),
-        "merged_at": None,
+        "merged_at": _timestamp(pull.merged_at),
         "merge_commit_sha": None,
         "draft": pull.draft,
         "head": {
             "label": f"{repository.owner}:{pull.head_ref}",
             "ref": pull.head_ref,
-            "sha": pull.head_sha,
+            "sha": history.head_sha(pull),
             "user": owner,
             "repo": repo,
         },
         "base": {
             "label": f"{repository.owner}:{pull.base_ref}",
             "ref": pull.base_ref,
-            "sha": branch_sha(full_name, pull.base_ref),
+            "sha": history.branch_head(full_name, pull.base_ref) or branch_sha(full_name, pull.base_ref),
             "user": owner,
             "repo": repo,
         },
         "author_association": "NONE",
-        "merged": False,
-        "mergeable": None,
-        "mergeable_state": "unknown",
+        "merged": pull.merged_at is not None,
+        "mergeable": mergeable,
+        "mergeable_state": {None: "unknown", True: "clean", False: "dirty"}[mergeable],
+        "labels": [label_json(full_name, name, base_url) for name in history.labels_of(full_name, number)],
         "comments": 0,
         "review_comments": 0,
         "commits": 1,

@@ -10,12 +10,42 @@ from typing import Literal
 
 from fastapi import FastAPI, Request, Response
 
-from tests.fakes.github import app_tokens, checks, comments, orgs, pulls, reactions, repos
+from tests.fakes.github import (
+    app_tokens,
+    checks,
+    collaborators,
+    comments,
+    commits,
+    installations,
+    labels,
+    oauth,
+    orgs,
+    pulls,
+    reactions,
+    repos,
+    reviews,
+    users,
+)
 from tests.fakes.github.errors import GitHubError, render
 from tests.fakes.github.state import App, GitHubState, Installation, SeenRequest, UserToken
 from tests.fakes.loopback import LoopbackServer
 
-ROUTERS: tuple[ModuleType, ...] = (app_tokens, repos, comments, reactions, checks, orgs, pulls)
+ROUTERS: tuple[ModuleType, ...] = (
+    app_tokens,
+    repos,
+    comments,
+    reactions,
+    checks,
+    orgs,
+    pulls,
+    reviews,
+    commits,
+    labels,
+    collaborators,
+    oauth,
+    users,
+    installations,
+)
 """Every router module of the fake; each exposes ``router``. Add new API areas here."""
 
 

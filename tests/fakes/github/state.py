@@ -103,6 +103,7 @@ class PullRequest:
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC).replace(microsecond=0))
     updated_at: datetime = field(default_factory=lambda: datetime.now(UTC).replace(microsecond=0))
     closed_at: datetime | None = None
+    merged_at: datetime | None = None
 
     @property
     def owner(self) -> str:

@@ -219,13 +219,14 @@ def review_comment(
     comment_id: int | None = None,
     in_reply_to: int | None = None,
     installation_id: int | None = 42,
+    head_sha: str = "c" * 40,
 ) -> dict[str, Any]:
     """``pull_request_review_comment`` (a comment on a line of the diff)."""
     commenter = author or user("octocat")
     cid = comment_id if comment_id is not None else next_id()
     payload = _envelope("created", owner, name, commenter, installation_id)
     payload["pull_request"] = pull_request_object(
-        owner, name, number, author=user("someone"), head_ref=head_ref, head_sha="c" * 40
+        owner, name, number, author=user("someone"), head_ref=head_ref, head_sha=head_sha
     )
     payload["comment"] = {
         "id": cid,
@@ -236,7 +237,7 @@ def review_comment(
         "line": 12,
         "side": "RIGHT",
         "diff_hunk": "@@ -10,3 +10,4 @@",
-        "commit_id": "c" * 40,
+        "commit_id": head_sha,
         "user": commenter,
         "author_association": association,
         "html_url": f"{HTML}/{owner}/{name}/pull/{number}#discussion_r{cid}",
@@ -258,12 +259,13 @@ def review(
     head_ref: str = "feature",
     association: str = "MEMBER",
     installation_id: int | None = 42,
+    head_sha: str = "d" * 40,
 ) -> dict[str, Any]:
     """``pull_request_review`` submitted."""
     reviewer = author or user("octocat")
     payload = _envelope("submitted", owner, name, reviewer, installation_id)
     payload["pull_request"] = pull_request_object(
-        owner, name, number, author=user("someone"), head_ref=head_ref, head_sha="d" * 40
+        owner, name, number, author=user("someone"), head_ref=head_ref, head_sha=head_sha
     )
     rid = next_id()
     payload["review"] = {
@@ -273,7 +275,7 @@ def review(
         "state": state,
         "user": reviewer,
         "author_association": association,
-        "commit_id": "d" * 40,
+        "commit_id": head_sha,
         "html_url": f"{HTML}/{owner}/{name}/pull/{number}#pullrequestreview-{rid}",
         "submitted_at": "2026-12-01T10:00:00Z",
     }
@@ -320,20 +322,106 @@ def check_run(
     head_sha: str = "a" * 40,
     pull_numbers: tuple[int, ...] = (),
     installation_id: int | None = 42,
+    check_name: str = "tests",
+    head_branch: str | None = None,
 ) -> dict[str, Any]:
     """``check_run`` (completed with a conclusion by default)."""
     payload = _envelope(action, owner, name, user("github-actions[bot]", kind="Bot"), installation_id)
     cid = next_id()
     payload["check_run"] = {
         "id": cid,
-        "name": "tests",
+        "name": check_name,
         "head_sha": head_sha,
         "status": "completed" if action == "completed" else "queued",
         "conclusion": conclusion if action == "completed" else None,
         "html_url": f"{HTML}/{owner}/{name}/runs/{cid}",
         "pull_requests": [{"number": n, "head": {"sha": head_sha}, "base": {"ref": "main"}} for n in pull_numbers],
         "app": {"id": 15368, "slug": "github-actions", "name": "GitHub Actions"},
+        "check_suite": {"id": next_id(), "head_branch": head_branch, "head_sha": head_sha},
     }
+    return payload
+
+
+def check_suite(
+    owner: str,
+    name: str,
+    *,
+    conclusion: str | None = "failure",
+    head_sha: str = "a" * 40,
+    head_branch: str | None = None,
+    pull_numbers: tuple[int, ...] = (),
+    installation_id: int | None = 42,
+) -> dict[str, Any]:
+    """``check_suite`` completed: every check run of one App on a commit finished."""
+    payload = _envelope("completed", owner, name, user("github-actions[bot]", kind="Bot"), installation_id)
+    sid = next_id()
+    payload["check_suite"] = {
+        "id": sid,
+        "node_id": f"CS_{sid}",
+        "head_branch": head_branch,
+        "head_sha": head_sha,
+        "status": "completed",
+        "conclusion": conclusion,
+        "pull_requests": [{"number": n, "head": {"sha": head_sha}, "base": {"ref": "main"}} for n in pull_numbers],
+        "app": {"id": 15368, "slug": "github-actions", "name": "GitHub Actions"},
+        "head_commit": {"id": head_sha, "message": "a commit"},
+    }
+    return payload
+
+
+def workflow_run(
+    owner: str,
+    name: str,
+    *,
+    workflow: str = "CI",
+    conclusion: str | None = "failure",
+    head_sha: str = "a" * 40,
+    head_branch: str = "feature",
+    pull_numbers: tuple[int, ...] = (),
+    installation_id: int | None = 42,
+) -> dict[str, Any]:
+    """``workflow_run`` completed (a GitHub Actions workflow)."""
+    payload = _envelope("completed", owner, name, user("octocat"), installation_id)
+    rid = next_id()
+    payload["workflow_run"] = {
+        "id": rid,
+        "name": workflow,
+        "head_branch": head_branch,
+        "head_sha": head_sha,
+        "status": "completed",
+        "conclusion": conclusion,
+        "event": "pull_request",
+        "html_url": f"{HTML}/{owner}/{name}/actions/runs/{rid}",
+        "pull_requests": [{"number": n, "head": {"sha": head_sha}, "base": {"ref": "main"}} for n in pull_numbers],
+    }
+    return payload
+
+
+def labeled(
+    owner: str,
+    name: str,
+    number: int,
+    label: str,
+    *,
+    action: str = "labeled",
+    sender: dict[str, Any] | None = None,
+    head_ref: str = "feature",
+    head_sha: str = "a" * 40,
+    installation_id: int | None = 42,
+) -> dict[str, Any]:
+    """``pull_request`` labeled or unlabeled."""
+    payload = pull_request(
+        owner,
+        name,
+        number,
+        action,
+        author=sender,
+        head_ref=head_ref,
+        head_sha=head_sha,
+        installation_id=installation_id,
+    )
+    payload["label"] = {"id": next_id(), "name": label, "color": "ededed", "default": False}
+    payload["pull_request"]["labels"] = [payload["label"]] if action == "labeled" else []
     return payload
 
 

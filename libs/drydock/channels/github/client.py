@@ -34,6 +34,24 @@ REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rock
 PULL_STATES = frozenset({"open", "closed", "all"})
 
 
+REVIEW_THREADS_QUERY = """
+query ReviewThreads($owner: String!, $name: String!, $number: Int!) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      reviewThreads(first: 100) {
+        nodes { id isResolved comments(first: 1) { nodes { databaseId } } }
+      }
+    }
+  }
+}
+"""
+RESOLVE_THREAD_MUTATION = """
+mutation ResolveReviewThread($threadId: ID!) {
+  resolveReviewThread(input: {threadId: $threadId}) { thread { id isResolved } }
+}
+"""
+
+
 class PullRequestExists(OutboundFailed):
     """GitHub refused to open a pull request because one is open for the same head branch."""
 
@@ -269,6 +287,118 @@ class GithubClient:
         """Change ``title``, ``body``, ``state`` (open/closed) or ``base``; returns the pull request."""
         response = await self._send("PATCH", f"/repos/{full_name}/pulls/{number}", authorization, changes)
         return _checked(response, f"updating pull request {full_name}#{number}")
+
+    # Reviews, with the caller's authorization
+
+    async def _pages(self, authorization: str, path: str, doing: str, *, limit: int) -> list[dict[str, Any]]:
+        """Every item of a paginated list (100 a page), at most ``limit``."""
+        found: list[dict[str, Any]] = []
+        page = 1
+        while len(found) < limit:
+            url = httpx.URL(path, params={"per_page": "100", "page": str(page)})
+            batch = _checked_list(await self._send("GET", str(url), authorization), doing)
+            found += batch
+            if len(batch) < 100:
+                break
+            page += 1
+        return found[:limit]
+
+    async def list_pull_files(self, authorization: str, full_name: str, number: int) -> list[dict[str, Any]]:
+        """The files a pull request changes, with their ``patch`` (GitHub lists at most 3,000)."""
+        path = f"/repos/{full_name}/pulls/{number}/files"
+        return await self._pages(authorization, path, f"listing the files of {full_name}#{number}", limit=3000)
+
+    async def list_review_comments(
+        self, authorization: str, full_name: str, number: int, *, limit: int = 3000
+    ) -> list[dict[str, Any]]:
+        """The review comments (inline comments and their replies) of a pull request, oldest first."""
+        path = f"/repos/{full_name}/pulls/{number}/comments"
+        return await self._pages(authorization, path, f"listing review comments of {full_name}#{number}", limit=limit)
+
+    async def list_reviews(self, authorization: str, full_name: str, number: int) -> list[dict[str, Any]]:
+        """The reviews of a pull request, oldest first."""
+        path = f"/repos/{full_name}/pulls/{number}/reviews"
+        return await self._pages(authorization, path, f"listing reviews of {full_name}#{number}", limit=1000)
+
+    async def create_review(
+        self,
+        authorization: str,
+        full_name: str,
+        number: int,
+        *,
+        commit_id: str,
+        body: str,
+        comments: list[dict[str, Any]],
+        event: Literal["COMMENT", "APPROVE", "REQUEST_CHANGES"] = "COMMENT",
+    ) -> dict[str, Any]:
+        """Submit one review of ``commit_id`` with inline ``comments`` (``path``, ``line``,
+        ``side``, optional ``start_line``/``start_side``, ``body``); returns the review."""
+        request = {"commit_id": commit_id, "body": body, "event": event, "comments": comments}
+        response = await self._send("POST", f"/repos/{full_name}/pulls/{number}/reviews", authorization, request)
+        return _checked(response, f"submitting a review of {full_name}#{number}")
+
+    async def reply_in_review_thread(
+        self, authorization: str, full_name: str, number: int, comment_id: int, body: str
+    ) -> dict[str, Any]:
+        """Reply in the review thread of ``comment_id``; returns the new comment."""
+        path = f"/repos/{full_name}/pulls/{number}/comments/{comment_id}/replies"
+        response = await self._send("POST", path, authorization, {"body": body})
+        return _checked(response, f"replying to review comment {comment_id} on {full_name}#{number}")
+
+    async def review_comment_reactions(
+        self, authorization: str, full_name: str, comment_id: int
+    ) -> list[dict[str, Any]]:
+        """The reactions to a review comment (``content``, ``user``)."""
+        path = f"/repos/{full_name}/pulls/comments/{comment_id}/reactions"
+        return await self._pages(authorization, path, f"reading reactions to review comment {comment_id}", limit=500)
+
+    @property
+    def graphql_url(self) -> str:
+        """GitHub's GraphQL endpoint: ``https://api.github.com/graphql``, or ``https://HOST/api/graphql``
+        on GitHub Enterprise Server (whose REST root is ``https://HOST/api/v3``)."""
+        if self._api_url.endswith("/api/v3"):
+            return self._api_url.removesuffix("/v3") + "/graphql"
+        return self._api_url + "/graphql"
+
+    async def graphql(self, authorization: str, query: str, variables: dict[str, Any], doing: str) -> dict[str, Any]:
+        """The ``data`` of a GraphQL request; :class:`OutboundFailed` for HTTP or GraphQL errors
+        (GraphQL answers 200 with ``errors``; ``FORBIDDEN`` maps to 403, ``NOT_FOUND`` to 404)."""
+        try:
+            response = await self._http.post(
+                self.graphql_url,
+                json={"query": query, "variables": variables},
+                headers={"Authorization": authorization},
+            )
+        except httpx.HTTPError as error:
+            raise OutboundFailed(f"GitHub at {self._api_url} unreachable: {error or type(error).__name__}") from None
+        body = _checked(response, doing)
+        errors = body.get("errors")
+        if errors:
+            first = errors[0] if isinstance(errors, list) and errors and isinstance(errors[0], dict) else {}
+            status = {"FORBIDDEN": 403, "NOT_FOUND": 404}.get(str(first.get("type")), 422)
+            raise OutboundFailed(f"GitHub answered {first.get('message')!r} {doing}", status=status)
+        data = body.get("data")
+        return data if isinstance(data, dict) else {}
+
+    async def review_threads(self, authorization: str, full_name: str, number: int) -> list[dict[str, Any]]:
+        """The review threads of a pull request: ``id``, ``isResolved`` and the ``databaseId`` of
+        their first comment (the first 100 threads)."""
+        owner, _, name = full_name.partition("/")
+        data = await self.graphql(
+            authorization,
+            REVIEW_THREADS_QUERY,
+            {"owner": owner, "name": name, "number": number},
+            f"listing review threads of {full_name}#{number}",
+        )
+        pull = ((data.get("repository") or {}).get("pullRequest")) or {}
+        nodes = (pull.get("reviewThreads") or {}).get("nodes") or []
+        return [node for node in nodes if isinstance(node, dict)]
+
+    async def resolve_review_thread(self, authorization: str, thread_id: str) -> None:
+        """Mark a review thread resolved (idempotent)."""
+        await self.graphql(
+            authorization, RESOLVE_THREAD_MUTATION, {"threadId": thread_id}, f"resolving review thread {thread_id}"
+        )
 
     # Organizations
 

@@ -2,6 +2,8 @@
 
 Routed events: comments and reviews (messages for the coder), pull requests (the reviewer and
 the autofix controller), pushes to agent branches, and CI events (the autofix controller).
+Reviews requesting changes, review comments and pull request comments shaped like an autofix
+command (``@handle autofix on|off``) are also forwarded to the autofix controller.
 Everything else is acknowledged and ignored.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
+from drydock.autofix.commands import looks_like_command
 from drydock.bus.envelopes import Channel, GithubEvent, ReplyAddress
 from drydock.channels.errors import MalformedDelivery
 from drydock.channels.intents import (
@@ -42,8 +45,11 @@ DELIVERY_HEADER = "x-github-delivery"
 _EVENT_NAME = re.compile(r"^[a-z_]{1,64}$")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
-FORWARDED_EVENTS = frozenset({"check_run", "check_suite", "workflow_run", "pull_request"})
-"""Events the autofix controller consumes from ``drydock.github.{event}``."""
+FORWARDED_EVENTS = frozenset(
+    {"check_run", "check_suite", "workflow_run", "pull_request", "pull_request_review", "pull_request_review_comment"}
+)
+"""Events the autofix controller consumes from ``drydock.github.{event}`` (and ``issue_comment``
+when it is an autofix command)."""
 REVIEW_ACTIONS = frozenset({"opened", "ready_for_review", "synchronize"})
 """Pull request actions that ask for a review on repositories with the reviewer enabled."""
 
@@ -134,6 +140,8 @@ def _issue_comment(ctx: _Context) -> Delivery:
             url=optional_string(comment, "html_url") or "",
         ),
     )
+    if pull_request and looks_like_command(message.text):
+        return ctx.routed(message, _forward(ctx))
     return ctx.routed(message)
 
 
@@ -191,7 +199,7 @@ def _review_comment(ctx: _Context) -> Delivery:
         repository=ctx.full_name,
         references=references,
     )
-    return ctx.routed(message)
+    return ctx.routed(message, _forward(ctx))
 
 
 def _review(ctx: _Context) -> Delivery:
@@ -199,8 +207,10 @@ def _review(ctx: _Context) -> Delivery:
         return ctx.ignored(f"pull_request_review action {ctx.action!r} is not routed")
     review = obj(ctx.payload, "review")
     body = optional_string(review, "body")
+    changes_requested = (optional_string(review, "state") or "").lower() == "changes_requested"
+    forwards = (_forward(ctx),) if changes_requested else ()
     if not body:
-        return ctx.ignored("a review without a body carries no message")
+        return ctx.routed(*forwards) if forwards else ctx.ignored("a review without a body carries no message")
     _, number, head_ref, head_sha = _pull_request_facts(ctx)
     references = ctx.references(
         pull_request=str(number),
@@ -221,7 +231,7 @@ def _review(ctx: _Context) -> Delivery:
         repository=ctx.full_name,
         references=references,
     )
-    return ctx.routed(message)
+    return ctx.routed(message, *forwards)
 
 
 def _forward(ctx: _Context) -> Forward:

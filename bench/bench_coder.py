@@ -1,0 +1,253 @@
+"""The coder worker on the real pipeline (``tests/e2e/pipeline.py``: embedded NATS and Valkey,
+ingress, credential proxy, coder worker, local sandboxes, the scripted model):
+
+1. orchestration overhead per agent step, with an instant model: the time between two model
+   requests of one run, which holds the model's HTTP round trip, the middleware, the tool call,
+   the synchronous checkpoint and the run events (target p50 < 10 ms);
+2. webhook to first model call with a warm sandbox: a signed follow-up comment on a thread whose
+   sandbox is running, until the model server receives the run's first request (target p50 < 150 ms);
+3. 200 concurrent threads through one worker process with a 200 ms model: every run completes,
+   nothing is lost; throughput and the worker's memory per active run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from langchain_core.outputs import ChatResult
+from nats.aio.msg import Msg
+
+from bench.harness import Figures, report
+from drydock.bus import EventType, RunEvent
+from drydock.bus.subjects import EVENT
+from drydock.models import DrydockChatOpenAI
+from drydock.threads import ids
+from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, pipeline
+from tests.fakes.github import webhooks
+from tests.fakes.github.activity import activity_of
+from tests.fakes.openai_server import ReceivedRequest, Responder, Script
+
+STEPS = 40
+FOLLOW_UPS = 30
+THREADS = 200
+MODEL_LATENCY = 0.2
+
+
+class ModelCallClock:
+    """Times every model call in this process (the client's whole request: building the body,
+    HTTP, parsing), so that a step's orchestration overhead is its time minus its model call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[float, float]] = []
+        self._original = DrydockChatOpenAI._agenerate
+
+    def __enter__(self) -> ModelCallClock:
+        original, calls = self._original, self.calls
+
+        async def timed(model: DrydockChatOpenAI, *args: Any, **kwargs: Any) -> ChatResult:
+            started = time.monotonic()
+            try:
+                return await original(model, *args, **kwargs)
+            finally:
+                calls.append((started, time.monotonic()))
+
+        DrydockChatOpenAI._agenerate = timed  # type: ignore[method-assign,assignment]
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        DrydockChatOpenAI._agenerate = self._original  # type: ignore[method-assign]
+
+
+def tool_results(request: ReceivedRequest) -> int:
+    return sum(1 for message in request.messages if message.get("role") == "tool")
+
+
+def responder_for(steps: int) -> Responder:
+    """Answers each request by how far its conversation is: ``steps`` searches, then a reply.
+    Concurrent runs interleave their requests, so no fixed order of steps would fit."""
+
+    def respond(request: ReceivedRequest) -> Script:
+        if tool_results(request) < steps:
+            return Script().tool_call("web_search", query="drydock")
+        return Script().reply("done")
+
+    return respond
+
+
+def comment(stage: Stage, number: int, body: str) -> dict[str, object]:
+    made = activity_of(stage.github.state).add_comment(REPOSITORY, number, body, login=MEMBER)
+    return webhooks.issue_comment(
+        ORG,
+        "widgets",
+        number,
+        body,
+        author=webhooks.user(MEMBER),
+        comment_id=made.id,
+        installation_id=stage.installation.id,
+    )
+
+
+class Endings:
+    """Counts run endings from the events stream's subjects, as they are published."""
+
+    def __init__(self) -> None:
+        self.completed: dict[str, int] = {}
+        self.failed: list[RunEvent] = []
+        self.changed = asyncio.Event()
+
+    async def follow(self, stage: Stage) -> None:
+        async def on_event(message: Msg) -> None:
+            event = RunEvent.model_validate_json(message.data)
+            if event.type is EventType.COMPLETED:
+                self.completed[event.thread_id] = self.completed.get(event.thread_id, 0) + 1
+            elif event.type in {EventType.ERROR, EventType.STEP_LIMIT}:
+                self.failed.append(event)
+            self.changed.set()
+
+        await stage.runtime.nats.subscribe(f"{EVENT}.*.*", cb=on_event)
+
+    async def wait_completed(self, runs: int, within: float) -> None:
+        await self.wait(lambda: sum(self.completed.values()) >= runs, within)
+
+    async def wait(self, done: Callable[[], bool], within: float) -> None:
+        async with asyncio.timeout(within):
+            while not done():
+                self.changed.clear()
+                await self.changed.wait()
+
+
+async def released(stage: Stage, thread_id: str) -> None:
+    lease = stage.runtime.keys.lease(thread_id)
+    async with asyncio.timeout(30):
+        while True:
+            if not await stage.runtime.redis.exists(lease):
+                return
+            await asyncio.sleep(0.01)
+
+
+def rss_kib(pid: int | str = "self") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def sandbox_processes(root: Path) -> list[int]:
+    marker = str(root).encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if marker in Path(f"/proc/{name}/cmdline").read_bytes():
+                    found.append(int(name))
+            except OSError:
+                continue
+    return found
+
+
+async def steps_and_warm_webhooks(root: Path) -> None:
+    with ModelCallClock() as clock:
+        async with pipeline(root, responder=responder_for(STEPS)) as stage:
+            endings = Endings()
+            await endings.follow(stage)
+            thread_number = 1
+            await stage.deliver_github("issue_comment", comment(stage, thread_number, "@drydock search a lot"))
+            await endings.wait_completed(1, 120)
+            thread_id = ids.github_issue("github.com", ORG, "widgets", thread_number)
+            await released(stage, thread_id)
+            calls = clock.calls
+            steps = [(later[0] - earlier[0]) * 1000 for earlier, later in itertools.pairwise(calls[1:])]
+            overheads = [
+                ((later[0] - earlier[0]) - (earlier[1] - earlier[0])) * 1000
+                for earlier, later in itertools.pairwise(calls[1:])
+            ]
+            run_seconds = (calls[-1][0] - calls[1][0]) or 1e-9
+            report(Figures("agent step, whole (model call + the rest)", len(steps), run_seconds, steps))
+            report(
+                Figures("agent step, orchestration overhead", len(overheads), run_seconds, overheads), target_p50_ms=10
+            )
+
+            latencies = []
+            started = time.perf_counter()
+            for index in range(FOLLOW_UPS):
+                before = len(stage.model.requests)
+                sent = time.monotonic()
+                await stage.deliver_github(
+                    "issue_comment", comment(stage, thread_number, f"@drydock and again {index}")
+                )
+                await stage.model.wait_for_requests(before + 1)
+                latencies.append((stage.model.requests[before].received_at - sent) * 1000)
+                await endings.wait_completed(index + 2, 60)
+                # Warm and idle: the run has released the thread (after its turn's snapshot).
+                await released(stage, thread_id)
+            figures = Figures(
+                "webhook to first model call, warm sandbox", FOLLOW_UPS, time.perf_counter() - started, latencies
+            )
+            report(figures, target_p50_ms=150)
+
+
+async def concurrent_threads(root: Path) -> None:
+    async with pipeline(
+        root,
+        responder=responder_for(1),
+        model_latency=MODEL_LATENCY,
+        worker={"concurrency": THREADS},
+        sandbox={"creation_timeout": 600, "ready_timeout": 120},
+    ) as stage:
+        endings = Endings()
+        await endings.follow(stage)
+        baseline = rss_kib()
+        peak = baseline
+        sandboxes_peak = 0
+        started = time.perf_counter()
+        numbers = range(1000, 1000 + THREADS)
+        for first in range(0, THREADS, 20):
+            await asyncio.gather(
+                *(
+                    stage.deliver_github("issue_comment", comment(stage, n, "@drydock go"))
+                    for n in numbers[first : first + 20]
+                )
+            )
+        accepted = time.perf_counter() - started
+
+        async def sample() -> None:
+            nonlocal peak, sandboxes_peak
+            while True:
+                peak = max(peak, rss_kib())
+                sandboxes_peak = max(sandboxes_peak, len(sandbox_processes(root / "sandboxes")))
+                await asyncio.sleep(0.5)
+
+        sampler = asyncio.create_task(sample())
+        try:
+            await endings.wait(lambda: len(endings.completed) + len(endings.failed) >= THREADS, 900)
+        finally:
+            sampler.cancel()
+        seconds = time.perf_counter() - started
+        lost = THREADS - len(endings.completed)
+        print(
+            f"{THREADS} concurrent threads, {MODEL_LATENCY * 1000:.0f} ms model, 2 model calls each: "
+            f"{len(endings.completed)} completed, {len(endings.failed)} failed, {lost} lost; "
+            f"webhooks accepted in {accepted:.1f} s; all runs done in {seconds:.1f} s "
+            f"({THREADS / seconds:.1f} runs/s)",
+            flush=True,
+        )
+        print(
+            f"worker process RSS {baseline / 1024:.0f} MiB idle, {peak / 1024:.0f} MiB at peak: "
+            f"{(peak - baseline) / THREADS:.0f} KiB per active run "
+            f"(the process also holds the ingress, the proxy and the doubles); "
+            f"{sandboxes_peak} sandbox processes at peak",
+            flush=True,
+        )
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-coder-") as scratch:
+        await steps_and_warm_webhooks(Path(scratch) / "steps")
+        await concurrent_threads(Path(scratch) / "threads")

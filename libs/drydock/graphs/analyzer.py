@@ -1,0 +1,76 @@
+"""The ``analyzer`` graph (named in ``langgraph.json``): a deep agent that reads its procedures
+(skills) and its evidence as virtual read-only files and saves a repository's review guidelines.
+
+Its backend is the sandbox (the repository at its default branch) with two read-only routes
+beside it: ``/skills/`` (the package's skills) and ``/analysis/`` (this run's evidence). Neither
+is ever written into the sandbox, and both refuse writes. Of the framework's tools it keeps the
+reading ones; its only own tool is ``save_guidelines``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deepagents import create_deep_agent
+from deepagents.middleware.filesystem import FilesystemMiddleware
+from deepagents.middleware.skills import SkillsMiddleware, SkillsState, SkillsStateUpdate
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+
+from drydock.graphs.analyzer_prompt import EVIDENCE_FILE, EVIDENCE_ROUTE, analyzer_prompt
+from drydock.graphs.inputs import AgentInputs
+from drydock.graphs.turn_state import InboxTurnState
+from drydock.middleware import analyzer_middleware
+from drydock.review.checkouts import AnalysisCheckout
+from drydock.skills import SKILLS_ROUTE, ReadOnlyFiles, skill_files, with_read_only_routes
+
+READ_TOOLS: list[Any] = ["ls", "read_file", "glob", "grep"]
+"""The framework's tools the analyzer gets: reading only, no shell."""
+
+
+class FreshSkills(SkillsMiddleware):
+    """Deepagents' skills middleware, reloading the skills' metadata at the start of every run
+    (it keeps them in the checkpointed state otherwise), so a new version of a skill applies to
+    threads that started before it was deployed. Takes the place of the default by name."""
+
+    @property
+    def name(self) -> str:
+        return "SkillsMiddleware"
+
+    async def abefore_agent(  # type: ignore[override]
+        self, state: SkillsState, runtime: Runtime, config: RunnableConfig
+    ) -> SkillsStateUpdate | None:
+        return await super().abefore_agent({**state, "skills_metadata": None}, runtime, config)
+
+
+def evidence_files(checkout: AnalysisCheckout | None) -> ReadOnlyFiles:
+    """The run's evidence as ``/evidence.json`` (routed at ``/analysis/``)."""
+    if checkout is None or checkout.evidence is None:
+        return ReadOnlyFiles({})
+    name = EVIDENCE_FILE.removeprefix(EVIDENCE_ROUTE.rstrip("/"))
+    return ReadOnlyFiles({name: checkout.evidence.model_dump_json(indent=1, exclude={"until"})})
+
+
+def make_analyzer(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """A fresh analyzer agent for one run of ``inputs.scope.thread_id``."""
+    checkout = inputs.checkout if isinstance(inputs.checkout, AnalysisCheckout) else None
+    backend = with_read_only_routes(
+        inputs.backend, {SKILLS_ROUTE: skill_files(), EVIDENCE_ROUTE: evidence_files(checkout)}
+    )
+    middleware: list[AgentMiddleware[Any, Any, Any]] = [
+        FilesystemMiddleware(backend=backend, tools=READ_TOOLS),
+        FreshSkills(backend=backend, sources=[SKILLS_ROUTE]),
+        *analyzer_middleware(thread_id=inputs.scope.thread_id, limits=inputs.limits),
+    ]
+    return create_deep_agent(
+        inputs.model,
+        inputs.tools,
+        system_prompt=analyzer_prompt(inputs.scope, inputs.checkout),
+        middleware=middleware,
+        backend=backend,
+        checkpointer=inputs.checkpointer,
+        state_schema=InboxTurnState,
+        name="analyzer",
+    )

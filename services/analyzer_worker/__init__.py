@@ -1,0 +1,30 @@
+"""The ``analyzer-worker`` service: runs the analyzer agent for every thread woken on
+``drydock.run.analyzer.*``, learning each repository's review guidelines (bootstrap, then
+scheduled continual refinement; DESIGN.md section 6)."""
+
+from __future__ import annotations
+
+from drydock.review.preparation import ANALYZER_HOOKS
+from drydock.roles import Role
+from drydock.runtime import Runtime
+from drydock.services import Service
+from drydock.tools import ANALYZER_TOOLS
+from drydock.worker.agent_worker import agent_worker
+
+
+async def run(runtime: Runtime) -> None:
+    async with agent_worker(runtime, Role.ANALYZER, ANALYZER_TOOLS, hooks=ANALYZER_HOOKS) as worker:
+        await worker.run()
+
+
+def listens(runtime: Runtime) -> str:
+    return f"drydock.run.analyzer.* ({runtime.settings.worker.concurrency} runs at a time)"
+
+
+service = Service(
+    name="analyzer-worker",
+    description="runs the analyzer agent: learns and refines each repository's review guidelines",
+    run=run,
+    listens=listens,
+    has_http=False,
+)

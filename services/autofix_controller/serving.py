@@ -1,0 +1,130 @@
+"""The controller process: stand by until it holds the controller lease, then, while it leads,
+consume ``drydock.github.*`` (durable consumer ``autofix``) and run endings (``autofix-runs``),
+scan open agent pull requests every ``monitor_interval``, and run the scheduler (due wake-ups
+and recurring schedules of :mod:`drydock.scheduler`).
+When the lease is lost, all of it stops and the replica stands by again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import structlog
+from nats.aio.msg import Msg
+from pydantic import ValidationError
+
+from drydock.autofix.controller import AutofixController, GithubUnavailable
+from drydock.autofix.github import AutofixGithub
+from drydock.autofix.leadership import Leadership, Term
+from drydock.autofix.monitor import Monitor
+from drydock.bus import GithubEvent, RunEvent
+from drydock.bus.streams import AUTOFIX_CONSUMER, AUTOFIX_RUNS_CONSUMER, EVENTS_STREAM, GITHUB_STREAM
+from drydock.channels.github.client import GithubClient
+from drydock.runtime import Runtime
+from drydock.scheduler import Schedules, Wakeups
+from services.autofix_controller.consumer import Drop, StreamConsumer
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class ControllerService:
+    runtime: Runtime
+    github: AutofixGithub | None
+    leadership: Leadership
+    controller: AutofixController | None = None
+    """The current term's controller, while this replica leads."""
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Lead whenever this replica holds the lease, until cancelled (or ``stop`` is set)."""
+        stop = stop or asyncio.Event()
+        leading = asyncio.create_task(self.leadership.run(self.lead, stop=stop), name="autofix-leadership")
+        try:
+            # Not ``await leading``: that hands our cancellation to the lease loop, which talks to
+            # Redis and can swallow it (AGENTS.md). Waiting keeps it here, so the flag is set.
+            await asyncio.wait({leading})
+        finally:
+            stop.set()
+            leading.cancel()
+            await asyncio.gather(leading, return_exceptions=True)
+        leading.result()
+
+    async def lead(self, term: Term) -> None:
+        runtime = self.runtime
+        settings = runtime.settings
+        controller = AutofixController(
+            settings, runtime.bus, runtime.redis, runtime.keys, self.github, fence=term.fence
+        )
+        self.controller = controller
+
+        async def on_github(message: Msg) -> None:
+            try:
+                event = GithubEvent.model_validate_json(message.data)
+            except ValidationError as error:
+                raise Drop(f"unreadable event: {error}") from None
+            try:
+                await controller.handle(event)
+            except GithubUnavailable as missing:
+                raise Drop(str(missing)) from None
+
+        async def on_run_end(message: Msg) -> None:
+            try:
+                event = RunEvent.model_validate_json(message.data)
+            except ValidationError as error:
+                raise Drop(f"unreadable run event: {error}") from None
+            await controller.run_ended(event)
+
+        max_deliver = settings.nats.run_max_deliver
+        poll = settings.autofix.scheduler_poll.total_seconds()
+        loops = [
+            StreamConsumer(
+                runtime.bus.js, stream=GITHUB_STREAM, durable=AUTOFIX_CONSUMER, handler=on_github,
+                concurrency=settings.autofix.concurrency, max_deliver=max_deliver,
+            ).run(term.ended),
+            StreamConsumer(
+                runtime.bus.js, stream=EVENTS_STREAM, durable=AUTOFIX_RUNS_CONSUMER, handler=on_run_end,
+                concurrency=8, max_deliver=max_deliver,
+            ).run(term.ended),
+            Wakeups(runtime.redis, runtime.keys).run_forever(runtime.bus, interval=poll, stop=term.ended),
+            Schedules(runtime.redis, runtime.keys).run_forever(runtime.bus, interval=poll, stop=term.ended),
+        ]  # fmt: skip
+        if self.github is not None:
+            loops.append(
+                Monitor(controller).run_forever(
+                    interval=settings.autofix.monitor_interval.total_seconds(), stop=term.ended
+                )
+            )
+        else:
+            log.warning("no GitHub App is configured: autofix records events but cannot repair; the scheduler runs")
+        tasks = [asyncio.create_task(loop) for loop in loops]
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                task.result()
+        finally:
+            self.controller = None
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@contextlib.asynccontextmanager
+async def controller_service(runtime: Runtime, *, owner: str | None = None) -> AsyncIterator[ControllerService]:
+    """The controller of this replica on ``runtime``; closes its GitHub clients on exit."""
+    settings = runtime.settings
+    owner = owner or f"autofix@{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+    leadership = Leadership(runtime.redis, runtime.keys, owner=owner, ttl=settings.autofix.lease_ttl)
+    async with contextlib.AsyncExitStack() as stack:
+        github: AutofixGithub | None = None
+        if settings.github.app_id is not None and settings.github.private_key is not None:
+            client = GithubClient(settings.github)
+            stack.push_async_callback(client.aclose)
+            github = AutofixGithub(client, settings.github)
+            stack.push_async_callback(github.aclose)
+        yield ControllerService(runtime, github, leadership)

@@ -1,0 +1,57 @@
+"""The dashboard's wiring: its one router (mounted by the web-only process too) and the
+standalone service (``drydock serve dashboard``)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from drydock.http import create_app, serve
+from drydock.runtime import Runtime
+from services.dashboard.auth import endpoints as auth
+from services.dashboard.context import Dashboard
+from services.dashboard.pages import endpoints as pages
+from services.dashboard.pages.rendering import Pages
+from services.dashboard.profiles import endpoints as profiles
+from services.dashboard.repositories import endpoints as repositories
+from services.dashboard.review_styles import endpoints as review_styles
+from services.dashboard.team import endpoints as team
+from services.dashboard.threads import endpoints as threads
+from services.dashboard.threads.service import Threads
+
+
+def build(dashboard: Dashboard) -> APIRouter:
+    """Every dashboard route on one router: the pages, sign-in, and the API under ``/api/v1``."""
+    rendering = Pages()
+    thread_service = Threads(dashboard)
+    combined = APIRouter()
+    for part in (
+        *auth.routers(dashboard, rendering),
+        profiles.router(dashboard),
+        team.router(dashboard),
+        repositories.router(dashboard),
+        review_styles.router(dashboard),
+        threads.router(dashboard, thread_service),
+        pages.router(dashboard, rendering, thread_service),
+    ):
+        combined.include_router(part)
+    return combined
+
+
+def router(runtime: Runtime) -> APIRouter:
+    """The ``drydock.web_routers`` entry point: the dashboard on ``runtime``."""
+    return build(Dashboard.from_runtime(runtime))
+
+
+async def run(runtime: Runtime) -> None:
+    """Serve the dashboard alone (health, readiness, metrics, pages and API) until cancelled."""
+    dashboard = Dashboard.from_runtime(runtime)
+    http = runtime.settings.http
+    try:
+        await serve(create_app("dashboard", runtime, [lambda _: build(dashboard)]), host=http.host, port=http.port)
+    finally:
+        await dashboard.aclose()
+
+
+def listens(runtime: Runtime) -> str:
+    http = runtime.settings.http
+    return f"http://{http.host}:{http.port}/ (pages) and /api/v1 (API)"

@@ -1,0 +1,104 @@
+"""Server-side sessions in Redis, and the short-lived records of sign-ins in progress.
+
+A session's cookie value is a random token; Redis holds the session under the token's SHA-256,
+so the store never contains a usable cookie. Sessions expire with ``session_ttl``; signing out
+deletes them. A sign-in in progress (OAuth ``state``) is read once: taking it deletes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+from pydantic import BaseModel, ConfigDict
+from redis.asyncio import Redis
+
+from drydock.infra.redis import Keys
+
+LOGIN_TTL = timedelta(minutes=10)
+"""How long a sign-in may take between leaving for the identity provider and coming back."""
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class Session(BaseModel):
+    """Who is signed in, and the session's CSRF token."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user_id: str
+    provider: str
+    """github, oidc or dev."""
+    login: str
+    name: str = ""
+    avatar_url: str = ""
+    admin: bool = False
+    csrf: str
+    created_at: datetime
+    expires_at: datetime
+
+
+class SessionStore:
+    def __init__(self, redis: Redis, keys: Keys, *, ttl: timedelta) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._ttl = ttl
+
+    async def create(
+        self, *, user_id: str, provider: str, login: str, name: str = "", avatar_url: str = "", admin: bool = False
+    ) -> tuple[str, Session]:
+        """A new session; returns the cookie value and the session."""
+        token = secrets.token_urlsafe(32)
+        now = datetime.now(UTC)
+        session = Session(
+            user_id=user_id,
+            provider=provider,
+            login=login,
+            name=name,
+            avatar_url=avatar_url,
+            admin=admin,
+            csrf=secrets.token_urlsafe(32),
+            created_at=now,
+            expires_at=now + self._ttl,
+        )
+        await self._redis.set(
+            self._keys.session(_digest(token)), session.model_dump_json(), px=int(self._ttl.total_seconds() * 1000)
+        )
+        return token, session
+
+    async def get(self, token: str) -> Session | None:
+        if not token:
+            return None
+        raw = cast(str | None, await self._redis.get(self._keys.session(_digest(token))))
+        return None if raw is None else Session.model_validate_json(raw)
+
+    async def delete(self, token: str) -> None:
+        await self._redis.delete(self._keys.session(_digest(token)))
+
+
+class LoginAttempts:
+    """Sign-ins in progress, by their OAuth ``state``."""
+
+    def __init__(self, redis: Redis, keys: Keys) -> None:
+        self._redis = redis
+        self._keys = keys
+
+    async def start(self, **record: Any) -> str:
+        """Remember ``record`` (PKCE verifier, nonce, where to return) under a fresh ``state``."""
+        state = secrets.token_urlsafe(24)
+        await self._redis.set(
+            self._keys.login_attempt(state), json.dumps(record), px=int(LOGIN_TTL.total_seconds() * 1000)
+        )
+        return state
+
+    async def take(self, state: str) -> dict[str, Any] | None:
+        """The record of ``state``, once; ``None`` if unknown, expired or already used."""
+        if not state or len(state) > 128:
+            return None
+        raw = cast(str | None, await self._redis.getdel(self._keys.login_attempt(state)))
+        return None if raw is None else cast(dict[str, Any], json.loads(raw))

@@ -1,0 +1,35 @@
+"""The web UI: server-rendered pages over the same services as the API. Every page reads
+without JavaScript; forms post back and redirect (or re-render with the field errors); the
+thread page follows its run live through a small script and server-sent HTML fragments.
+Each area's pages are a module here: threads, settings, review styles."""
+
+from fastapi import APIRouter, Response
+from fastapi.responses import FileResponse, RedirectResponse
+
+from services.dashboard.context import Dashboard
+from services.dashboard.errors import NotFound
+from services.dashboard.pages import review_style_pages, settings_pages, thread_pages
+from services.dashboard.pages.common import PageKit
+from services.dashboard.pages.rendering import STATIC, STATIC_TYPES, Pages
+from services.dashboard.threads.service import Threads
+
+
+def router(dashboard: Dashboard, pages: Pages, threads: Threads) -> APIRouter:
+    site = APIRouter(route_class=dashboard.page_route(pages.error), include_in_schema=False)
+    kit = PageKit(dashboard, pages)
+
+    @site.get("/")
+    async def home() -> Response:
+        return RedirectResponse("/threads", status_code=303)
+
+    @site.get("/static/{name}")
+    async def static(name: str) -> Response:
+        path = STATIC / name
+        if "/" in name or name.startswith(".") or not path.is_file() or path.suffix not in STATIC_TYPES:
+            raise NotFound("no such file")
+        return FileResponse(path, media_type=STATIC_TYPES[path.suffix], headers={"Cache-Control": "max-age=300"})
+
+    thread_pages.routes(site, kit, threads)
+    settings_pages.routes(site, kit)
+    review_style_pages.routes(site, kit)
+    return site

@@ -1,0 +1,49 @@
+"""The profile API's shapes."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Identity(BaseModel):
+    """An external account linked to the Drydock user."""
+
+    provider: Literal["github", "slack", "linear"]
+    external_id: str
+
+
+class ProfileOut(BaseModel):
+    user_id: str
+    default_repository: str | None
+    model: str | None = Field(description="The model override; null: the team default.")
+    effort: str | None = Field(description="The reasoning-effort override.")
+    branch_prefix: str | None
+    draft_prs: bool
+    auto_open_pr: bool
+    autofix: bool
+    identities: list[Identity] = Field(description="Linked GitHub, Slack and Linear accounts.")
+
+
+class ProfileIn(BaseModel):
+    """The whole editable profile (a PUT replaces it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    default_repository: str | None = Field(default=None, max_length=200, description="owner/name")
+    model: str | None = Field(default=None, max_length=100)
+    effort: str | None = Field(default=None, max_length=20)
+    branch_prefix: str | None = Field(default=None, max_length=100)
+    draft_prs: bool = False
+    auto_open_pr: bool = True
+    autofix: bool = False
+
+
+class IdentityIn(BaseModel):
+    """A Slack or Linear account to link (its user id there)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: Literal["slack", "linear"]
+    external_id: str = Field(min_length=1, max_length=200, pattern=r"^[^\s]+$")

@@ -1,0 +1,94 @@
+"""The threads API's shapes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+REPOSITORY = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
+
+
+class ThreadSummary(BaseModel):
+    id: str
+    kind: str = Field(description="coder, reviewer or analyzer.")
+    channel: str | None = Field(description="Where the thread started: github, slack, linear, dashboard, …")
+    repository: str | None
+    owner: str | None = Field(description="The Drydock user who started it, when known.")
+    owner_login: str | None = None
+    state: str | None = Field(description="queued, running, idle, failed or stopped; null: no run yet.")
+    title: str
+    created_at: datetime | None
+    model: str | None = None
+    effort: str | None = None
+
+
+class ThreadList(BaseModel):
+    threads: list[ThreadSummary]
+    next_cursor: str | None = Field(description="Pass as cursor for the next page; null: no more.")
+
+
+class MessageOut(BaseModel):
+    seq: int
+    author: str
+    channel: str
+    text: str
+    received_at: datetime
+
+
+class EventOut(BaseModel):
+    seq: int = Field(description="The event's sequence; the live stream's event id.")
+    type: str
+    run_id: str
+    at: datetime
+    data: dict[str, Any]
+    state: str | None = Field(default=None, description="The thread's state after this event, if it changes it.")
+
+
+class PullRequestOut(BaseModel):
+    repository: str
+    number: int
+    url: str
+    state: str
+    branch: str
+
+
+class SandboxOut(BaseModel):
+    status: Literal["none", "creating", "ready", "gone"]
+    id: str | None = None
+    provider: str | None = None
+    isolation: str | None = None
+    created_at: datetime | None = None
+    last_used_at: datetime | None = None
+
+
+class ThreadDetail(ThreadSummary):
+    messages: list[MessageOut]
+    events: list[EventOut]
+    pull_requests: list[PullRequestOut]
+    sandbox: SandboxOut
+    changed_files: list[str] = Field(description="Files the agent wrote or edited, from its tool calls.")
+    stop_requested: bool
+
+
+class ThreadCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    repository: str = Field(max_length=200, description="owner/name; enabled for the coder.")
+    prompt: str = Field(min_length=1, max_length=20_000)
+    model: str | None = Field(
+        default=None, max_length=100, description="This thread's model; null: yours or the team's."
+    )
+    effort: str | None = Field(default=None, max_length=20)
+
+
+class MessageCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, max_length=20_000)
+
+
+class Accepted(BaseModel):
+    thread_id: str
+    state: str | None

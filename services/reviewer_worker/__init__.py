@@ -1,0 +1,30 @@
+"""The ``reviewer-worker`` service: runs the read-only reviewer agent for every thread woken on
+``drydock.run.reviewer.*`` (pull requests to review, replies on its findings), several threads
+at a time (DESIGN.md sections 3 and 6)."""
+
+from __future__ import annotations
+
+from drydock.review.preparation import REVIEWER_HOOKS
+from drydock.roles import Role
+from drydock.runtime import Runtime
+from drydock.services import Service
+from drydock.tools import REVIEWER_TOOLS
+from drydock.worker.agent_worker import agent_worker
+
+
+async def run(runtime: Runtime) -> None:
+    async with agent_worker(runtime, Role.REVIEWER, REVIEWER_TOOLS, hooks=REVIEWER_HOOKS) as worker:
+        await worker.run()
+
+
+def listens(runtime: Runtime) -> str:
+    return f"drydock.run.reviewer.* ({runtime.settings.worker.concurrency} runs at a time)"
+
+
+service = Service(
+    name="reviewer-worker",
+    description="runs the reviewer agent: read-only reviews with findings, published as GitHub reviews",
+    run=run,
+    listens=listens,
+    has_http=False,
+)

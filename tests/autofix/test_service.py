@@ -1,0 +1,187 @@
+"""The ``autofix-controller`` service: its consumer acknowledges only handled messages, and the
+leading replica decides events from ``drydock.github.*``, ends repairs on run endings and
+fires due wake-ups."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import TypeVar
+
+import pytest
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
+from redis.asyncio import Redis
+
+from drydock.autofix.policy import Outcome
+from drydock.bus import Bus, EventType, RunEvent
+from drydock.config import Settings
+from drydock.infra.redis import Keys
+from drydock.roles import Role
+from drydock.runtime import Runtime
+from drydock.scheduler import Wakeups
+from services.autofix_controller import service
+from services.autofix_controller.consumer import Drop, StreamConsumer
+from services.autofix_controller.serving import ControllerService, controller_service
+from tests.autofix.conftest import World
+
+T = TypeVar("T")
+
+
+async def until(predicate: Callable[[], bool], *, within: float = 10.0) -> None:
+    async with asyncio.timeout(within):
+        while not predicate():  # noqa: ASYNC110 - polling a plain predicate
+            await asyncio.sleep(0.02)
+
+
+async def eventually(check: Callable[[], Awaitable[T | None]], *, within: float = 10.0) -> T:
+    async with asyncio.timeout(within):
+        while True:
+            found = await check()
+            if found:
+                return found
+            await asyncio.sleep(0.05)
+
+
+class PrivateStream:
+    def __init__(self, bus: Bus) -> None:
+        tag = uuid.uuid4().hex[:10]
+        self.bus, self.stream, self.subject, self.durable = bus, f"TEST_AUTOFIX_{tag}", f"test.{tag}.github", "autofix"
+
+    async def create(self) -> None:
+        await self.bus.js.add_stream(StreamConfig(name=self.stream, subjects=[f"{self.subject}.*"]))
+        await self.bus.js.add_consumer(
+            self.stream,
+            ConsumerConfig(
+                name=self.durable, durable_name=self.durable, ack_policy=AckPolicy.EXPLICIT, ack_wait=2, max_deliver=3
+            ),
+        )
+
+    async def unacknowledged(self) -> int:
+        info = await self.bus.js.consumer_info(self.stream, self.durable)
+        return int(info.num_pending or 0) + int(info.num_ack_pending or 0)
+
+
+@pytest.fixture
+async def private(bus: Bus) -> AsyncIterator[PrivateStream]:
+    stream = PrivateStream(bus)
+    await stream.create()
+    yield stream
+    await bus.js.delete_stream(stream.stream)
+
+
+async def consume(
+    private: PrivateStream, handler: Callable[[Msg], Awaitable[None]]
+) -> tuple[asyncio.Event, asyncio.Task[None]]:
+    stop = asyncio.Event()
+    consumer = StreamConsumer(
+        private.bus.js, stream=private.stream, durable=private.durable, handler=handler, concurrency=4, max_deliver=3,
+        fetch_timeout=0.2,
+    )  # fmt: skip
+    return stop, asyncio.create_task(consumer.run(stop))
+
+
+class TestStreamConsumer:
+    async def test_every_message_is_handled_and_acknowledged(self, private: PrivateStream) -> None:
+        seen: list[bytes] = []
+
+        async def handler(message: Msg) -> None:
+            seen.append(message.data)
+
+        for index in range(50):
+            await private.bus.js.publish(f"{private.subject}.x", str(index).encode())
+        stop, task = await consume(private, handler)
+        await until(lambda: len(seen) == 50)
+        await eventually(lambda: _zero(private))
+        stop.set()
+        await task
+        assert sorted(int(data) for data in seen) == list(range(50))
+
+    async def test_a_failed_handler_is_retried_and_a_drop_is_acknowledged(self, private: PrivateStream) -> None:
+        attempts: dict[bytes, int] = {}
+
+        async def handler(message: Msg) -> None:
+            attempts[message.data] = attempts.get(message.data, 0) + 1
+            if message.data == b"flaky" and attempts[message.data] == 1:
+                raise RuntimeError("redis blinked")
+            if message.data == b"unreadable":
+                raise Drop("not an event")
+
+        await private.bus.js.publish(f"{private.subject}.x", b"flaky")
+        await private.bus.js.publish(f"{private.subject}.x", b"unreadable")
+        stop, task = await consume(private, handler)
+        await until(lambda: attempts.get(b"flaky") == 2)
+        await eventually(lambda: _zero(private))
+        stop.set()
+        await task
+        assert attempts == {b"flaky": 2, b"unreadable": 1}
+
+
+async def _zero(private: PrivateStream) -> bool:
+    return await private.unacknowledged() == 0
+
+
+@pytest.fixture
+def service_settings(autofix_settings: Settings) -> Settings:
+    section = autofix_settings.autofix.model_copy(
+        update={
+            "lease_ttl": timedelta(seconds=1),
+            "scheduler_poll": timedelta(milliseconds=100),
+            "monitor_interval": timedelta(hours=1),
+        }
+    )
+    return autofix_settings.model_copy(update={"autofix": section})
+
+
+@pytest.fixture
+async def leading(
+    service_settings: Settings, nats_client: NatsClient, bus: Bus, redis: Redis, keys: Keys
+) -> AsyncIterator[ControllerService]:
+    runtime = Runtime(service_settings, nats_client, bus, redis, keys)
+    async with controller_service(runtime, owner="test-replica") as controller:
+        task = asyncio.create_task(controller.run())
+        await until(lambda: controller.controller is not None)
+        yield controller
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+class TestControllerService:
+    def test_is_registered_without_an_http_app_of_its_own(self) -> None:
+        assert service.name == "autofix-controller"
+        assert service.has_http is False
+
+    async def test_the_leader_decides_github_events_ends_repairs_and_fires_wake_ups(
+        self, leading: ControllerService, world: World, bus: Bus, redis: Redis, keys: Keys
+    ) -> None:
+        pull = await world.agent_pull()
+        world.fail(pull.head_sha, "tests")
+
+        await bus.github(world.check_run_event(pull))
+
+        (message,) = await eventually(lambda: world.inbox(pull.thread_id))
+        repair = await world.controller.repairs.active(pull.thread_id)
+        assert repair is not None
+        assert repair.id == message.references["autofix_repair"]
+        decisions = await world.decisions(pull.thread_id)
+        assert decisions[0]["outcome"] == Outcome.DISPATCH.value
+        assert leading.controller is not None
+        assert decisions[0]["fence"] == leading.controller.fence > 0
+
+        await world.controller.repairs.report(pull.thread_id, "run-1", 0.3, "the test is flaky")
+        await bus.emit(RunEvent(thread_id=pull.thread_id, run_id="run-1", type=EventType.COMPLETED))
+        await eventually(lambda: _no_repair(world, pull.thread_id))
+
+        await Wakeups(redis, keys).schedule(pull.thread_id, Role.CODER, datetime.now(UTC), "check CI again")
+        await eventually(lambda: _has_text(world, pull.thread_id, "Scheduled wake-up: check CI again"))
+
+
+async def _no_repair(world: World, thread_id: str) -> bool:
+    return await world.controller.repairs.active(thread_id) is None
+
+
+async def _has_text(world: World, thread_id: str, text: str) -> bool:
+    return any(message.text == text for message in await world.inbox(thread_id))
