@@ -62,8 +62,13 @@ class WakeConsumer:
         """Consume until cancelled; on cancellation hand every unfinished wake back."""
         subscription = await self._bus.js.pull_subscribe_bind(durable=self._durable, stream=self._stream)
         slots = asyncio.Semaphore(self._concurrency)
+        this = asyncio.current_task()
         try:
             while True:
+                # nats-py's fetch can swallow a cancellation that lands inside it (it turns it
+                # into its own timeout); the task still counts as being cancelled, so stop here.
+                if this is not None and this.cancelling():
+                    raise asyncio.CancelledError
                 await slots.acquire()
                 try:
                     messages = await subscription.fetch(1, timeout=self._fetch_timeout)
