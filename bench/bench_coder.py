@@ -29,9 +29,8 @@ from drydock.bus import EventType, RunEvent
 from drydock.bus.subjects import EVENT
 from drydock.models import DrydockChatOpenAI
 from drydock.threads import ids
-from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, pipeline
-from tests.fakes.github import webhooks
-from tests.fakes.github.activity import activity_of
+from tests.e2e.pipeline import ORG, Stage, pipeline
+from tests.e2e.test_github_issue import mention
 from tests.fakes.openai_server import ReceivedRequest, Responder, Script
 
 STEPS = 40
@@ -79,19 +78,6 @@ def responder_for(steps: int) -> Responder:
         return Script().reply("done")
 
     return respond
-
-
-def comment(stage: Stage, number: int, body: str) -> dict[str, object]:
-    made = activity_of(stage.github.state).add_comment(REPOSITORY, number, body, login=MEMBER)
-    return webhooks.issue_comment(
-        ORG,
-        "widgets",
-        number,
-        body,
-        author=webhooks.user(MEMBER),
-        comment_id=made.id,
-        installation_id=stage.installation.id,
-    )
 
 
 class Endings:
@@ -158,7 +144,7 @@ async def steps_and_warm_webhooks(root: Path) -> None:
             endings = Endings()
             await endings.follow(stage)
             thread_number = 1
-            await stage.deliver_github("issue_comment", comment(stage, thread_number, "@drydock search a lot"))
+            await stage.deliver_github("issue_comment", mention(stage, "@drydock search a lot", number=thread_number))
             await endings.wait_completed(1, 120)
             thread_id = ids.github_issue("github.com", ORG, "widgets", thread_number)
             await released(stage, thread_id)
@@ -180,7 +166,7 @@ async def steps_and_warm_webhooks(root: Path) -> None:
                 before = len(stage.model.requests)
                 sent = time.monotonic()
                 await stage.deliver_github(
-                    "issue_comment", comment(stage, thread_number, f"@drydock and again {index}")
+                    "issue_comment", mention(stage, f"@drydock and again {index}", number=thread_number)
                 )
                 await stage.model.wait_for_requests(before + 1)
                 latencies.append((stage.model.requests[before].received_at - sent) * 1000)
@@ -211,7 +197,7 @@ async def concurrent_threads(root: Path) -> None:
         for first in range(0, THREADS, 20):
             await asyncio.gather(
                 *(
-                    stage.deliver_github("issue_comment", comment(stage, n, "@drydock go"))
+                    stage.deliver_github("issue_comment", mention(stage, "@drydock go", number=n))
                     for n in numbers[first : first + 20]
                 )
             )

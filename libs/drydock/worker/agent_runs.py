@@ -361,8 +361,7 @@ class AgentRuns:
         """A new turn's input for a role without inbox middleware: the messages queued after the
         checkpoint's cursor, and the cursor after them (checkpointed with them, as the middleware
         would)."""
-        saved = await self.parts.checkpointer.aget_tuple(config)
-        cursor = int(saved.checkpoint["channel_values"].get("inbox_cursor", 0)) if saved is not None else 0
+        cursor = await self._saved_cursor(config)
         queued = await self.inbox.read_after(config["configurable"]["thread_id"], cursor)
         messages = [
             HumanMessage(content=inbox_message_text(stored.message), id=inbox_message_id(stored.seq))
@@ -370,12 +369,16 @@ class AgentRuns:
         ]
         return {"messages": messages, "inbox_cursor": queued[-1].seq if queued else cursor}
 
+    async def _saved_cursor(self, config: RunnableConfig) -> int:
+        """The inbox cursor of the thread's last checkpoint (0: none yet)."""
+        saved = await self.parts.checkpointer.aget_tuple(config)
+        return int(saved.checkpoint["channel_values"].get("inbox_cursor", 0)) if saved is not None else 0
+
     async def _cursor_after_unrun(self, thread_id: str, config: RunnableConfig) -> int:
         """The inbox cursor after a run that ended early: everything queued counts as seen for
         this wake (the notice answered it), but the checkpoint keeps the older cursor, so the
         messages reach the agent once a run works again."""
-        saved = await self.parts.checkpointer.aget_tuple(config)
-        cursor = int(saved.checkpoint["channel_values"].get("inbox_cursor", 0)) if saved is not None else 0
+        cursor = await self._saved_cursor(config)
         queued = await self.inbox.read_after(thread_id, cursor)
         return queued[-1].seq if queued else cursor
 
