@@ -205,10 +205,16 @@ async def concurrent_threads(root: Path) -> None:
 
         async def sample() -> None:
             nonlocal peak, sandboxes_peak
-            while True:
+            for tick in itertools.count(1):
                 peak = max(peak, rss_kib())
                 sandboxes_peak = max(sandboxes_peak, len(sandbox_processes(root / "sandboxes")))
                 await asyncio.sleep(0.5)
+                if tick % 20 == 0:
+                    print(
+                        f"  after {time.perf_counter() - started:.0f} s: {len(endings.completed)} completed, "
+                        f"{len(endings.failed)} failed",
+                        flush=True,
+                    )
 
         sampler = asyncio.create_task(sample())
         try:

@@ -23,7 +23,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from drydock.config import RedisSettings
-from drydock.infra.redis import Keys, StoreUnavailable
+from drydock.infra.redis import Keys, StoreUnavailable, redis_client
 
 
 def build_checkpointer(client: Redis, keys: Keys, *, ttl: timedelta | None = None) -> AsyncRedisSaver:
@@ -49,7 +49,7 @@ async def open_checkpointer(
     target = url or settings.url
     if target is None:
         raise StoreUnavailable("DRYDOCK_REDIS_URL is not set")
-    client: Redis = Redis.from_url(target, decode_responses=False, socket_connect_timeout=2.0, health_check_interval=30)
+    client = redis_client(settings, target, decode_responses=False)
     try:
         try:
             await client.ping()

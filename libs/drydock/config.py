@@ -77,6 +77,16 @@ class RedisSettings(BaseModel):
         description="Redis or Valkey URL. Unset: `drydock dev` starts an embedded Valkey.",
     )
     key_prefix: str = Field(default="drydock", min_length=1)
+    max_connections: int = Field(
+        default=200,
+        ge=1,
+        description="Connections per client and process; a caller beyond them waits for one to be free.",
+    )
+    pool_timeout: Duration = Field(
+        default=timedelta(seconds=10),
+        gt=timedelta(0),
+        description="How long a caller waits for a free connection before the call fails.",
+    )
 
     @field_validator("url")
     @classmethod

@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from drydock.config import Settings
+from drydock.infra.redis import connect_redis
+
+
+class TestConnectionPool:
+    async def test_callers_beyond_the_pool_wait_for_a_connection(self, settings: Settings) -> None:
+        small = settings.redis.model_copy(update={"max_connections": 2})
+        client = await connect_redis(small)
+        try:
+            # Each BLPOP holds its connection for 50 ms; eight of them share two connections.
+            results = await asyncio.gather(*(client.blpop([f"test-pool-empty-{n}"], 0.05) for n in range(8)))
+        finally:
+            await client.aclose()
+        assert results == [None] * 8
+
+    async def test_a_caller_that_waits_past_the_timeout_fails_clearly(self, settings: Settings) -> None:
+        small = settings.redis.model_copy(update={"max_connections": 1, "pool_timeout": timedelta(milliseconds=50)})
+        client = await connect_redis(small)
+        try:
+
+            async def hold() -> None:
+                await client.blpop(["test-pool-held"], 1)
+
+            holding = asyncio.create_task(hold())
+            await asyncio.sleep(0.05)
+            with pytest.raises(RedisConnectionError, match="No connection available"):
+                await client.get("test-pool-other")
+            holding.cancel()
+        finally:
+            await client.aclose()
