@@ -21,6 +21,7 @@ from langgraph.runtime import Runtime
 
 from drydock.graphs.analyzer_prompt import EVIDENCE_FILE, EVIDENCE_ROUTE, analyzer_prompt
 from drydock.graphs.inputs import AgentInputs
+from drydock.graphs.token_count import summarization
 from drydock.graphs.turn_state import InboxTurnState
 from drydock.middleware import analyzer_middleware
 from drydock.review.checkouts import AnalysisCheckout
@@ -68,7 +69,7 @@ def make_analyzer(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]
         inputs.model,
         inputs.tools,
         system_prompt=analyzer_prompt(inputs.scope, inputs.checkout),
-        middleware=middleware,
+        middleware=[*middleware, summarization(inputs.model, backend)],
         backend=backend,
         checkpointer=inputs.checkpointer,
         state_schema=InboxTurnState,

@@ -10,6 +10,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from drydock.graphs.coder_prompt import coder_prompt
 from drydock.graphs.inputs import AgentInputs
+from drydock.graphs.token_count import summarization
 from drydock.middleware import BackendInstructionFiles, coder_middleware
 
 
@@ -33,7 +34,7 @@ def make_coder(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]:
         system_prompt=coder_prompt(
             scope, inputs.checkout, branch_prefix=inputs.branch_prefix, auto_open_pr=inputs.auto_open_pr
         ),
-        middleware=middleware,
+        middleware=[*middleware, summarization(inputs.model, inputs.backend)],
         backend=inputs.backend,
         checkpointer=inputs.checkpointer,
         name="coder",

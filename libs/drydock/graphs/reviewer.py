@@ -16,6 +16,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from drydock.graphs.inputs import AgentInputs
 from drydock.graphs.reviewer_prompt import reviewer_prompt
+from drydock.graphs.token_count import summarization
 from drydock.graphs.turn_state import InboxTurnState
 from drydock.middleware import reviewer_middleware
 
@@ -35,7 +36,7 @@ def make_reviewer(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]
         inputs.model,
         inputs.tools,
         system_prompt=reviewer_prompt(inputs.scope, inputs.checkout),
-        middleware=middleware,
+        middleware=[*middleware, summarization(inputs.model, inputs.backend)],
         backend=inputs.backend,
         checkpointer=inputs.checkpointer,
         state_schema=InboxTurnState,

@@ -339,7 +339,10 @@ class AgentRuns:
         values: dict[str, Any] | None = None
         ran = False
         try:
-            stream = agent.astream(turn, config, stream_mode=["updates", "values"], durability="sync")
+            # A step's checkpoint is written while the next step runs: a crash can lose the steps
+            # still being written, and the resumed run repeats them, as it repeats a tool call
+            # interrupted in sync mode; every step no longer waits for its Redis round trips.
+            stream = agent.astream(turn, config, stream_mode=["updates", "values"], durability="async")
             async with contextlib.aclosing(cast(AsyncGenerator[tuple[str, Any], None], stream)) as chunks:
                 async for mode, chunk in chunks:
                     if mode == "values":
