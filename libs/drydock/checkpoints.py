@@ -15,15 +15,118 @@ runtime's string client.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import timedelta
+from typing import Any, cast
 
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite
 from langgraph_checkpoint_plainredis import AsyncRedisSaver
+from langgraph_checkpoint_plainredis.saver import _MISSING, _as_str
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from drydock.config import RedisSettings
 from drydock.infra.redis import Keys, StoreUnavailable, redis_client
+
+HISTORY_PAGE = 64
+"""Checkpoints read per round trip when walking back a delta channel's history."""
+
+
+class _Ancestor:
+    """What a history walk needs of one checkpoint: its parent, its pending writes, and the
+    values it holds of the channels asked for."""
+
+    __slots__ = ("parent_id", "values", "writes")
+
+    def __init__(self, parent_id: str | None, writes: list[PendingWrite], values: dict[str, Any]) -> None:
+        self.parent_id = parent_id
+        self.writes = writes
+        self.values = values
+
+
+class DrydockRedisSaver(AsyncRedisSaver):
+    """``AsyncRedisSaver`` that reads a delta channel's history a page of checkpoints at a time.
+
+    Deep Agents keeps ``messages`` in a ``DeltaChannel``, which snapshots every 50 updates; to
+    start a run, LangGraph walks back from the latest checkpoint to the last snapshot. The
+    base walk loads one checkpoint per step (three round trips each, a few hundred for a
+    thread mid-conversation, most of the time to a run's first model call). This one follows
+    the same parent links over pages of the thread's timeline, four round trips per page, and
+    returns the same history.
+    """
+
+    history_page = HISTORY_PAGE
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        if not channels:
+            return {}
+        collected: dict[str, list[PendingWrite]] = {channel: [] for channel in channels}
+        seeds: dict[str, Any] = {}
+        remaining = set(channels)
+        target = await self.aget_tuple(config)
+        thread_id: str = config["configurable"]["thread_id"]
+        ns: str = config["configurable"].get("checkpoint_ns", "")
+        cursor = target.parent_config["configurable"]["checkpoint_id"] if target and target.parent_config else None
+        loaded: dict[str, _Ancestor] = {}
+        while cursor is not None and remaining:
+            if cursor not in loaded:
+                loaded.update(await self._ancestors(thread_id, ns, cursor, remaining))
+                if cursor not in loaded:
+                    break
+            ancestor = loaded[cursor]
+            for write in reversed(ancestor.writes):
+                if write[1] in remaining:
+                    collected[write[1]].append(write)
+            for channel in list(remaining):
+                if channel in ancestor.values:
+                    seeds[channel] = ancestor.values[channel]
+                    remaining.discard(channel)
+            cursor = ancestor.parent_id
+        history: dict[str, DeltaChannelHistory] = {}
+        for channel in channels:
+            entry: DeltaChannelHistory = {"writes": list(reversed(collected[channel]))}
+            if channel in seeds:
+                entry["seed"] = seeds[channel]
+            history[channel] = entry
+        return history
+
+    async def _ancestors(self, thread_id: str, ns: str, start: str, channels: set[str]) -> dict[str, _Ancestor]:
+        """``start`` and the checkpoints before it on the thread's timeline, up to a page."""
+        index = self._key_index(thread_id, ns)
+        score = await self.client.zscore(index, start)
+        if score is None:
+            return {}
+        older = await self.client.zrevrangebyscore(index, f"({score}", "-inf", start=0, num=self.history_page - 1)
+        ids = [start, *(_as_str(member) for member in older)]
+        async with self.client.pipeline(transaction=False) as pipe:
+            for cid in ids:
+                pipe.get(self._key_checkpoint(thread_id, ns, cid))
+                pipe.hgetall(self._key_writes(thread_id, ns, cid))
+            replies = await pipe.execute()
+        parsed = []
+        blob_keys: list[str] = []
+        for position, cid in enumerate(ids):
+            raw, raw_writes = replies[2 * position], replies[2 * position + 1]
+            if raw is None:
+                continue
+            _, _, parent_id, versions = self._parse_checkpoint_payload(raw)
+            wanted = {channel: version for channel, version in versions.items() if channel in channels}
+            parsed.append((cid, parent_id, raw_writes, wanted, len(blob_keys)))
+            blob_keys.extend(self._blob_keys(thread_id, ns, wanted))
+        blobs = cast(list[bytes | None], await self.client.mget(blob_keys)) if blob_keys else []
+        ancestors: dict[str, _Ancestor] = {}
+        for cid, parent_id, raw_writes, wanted, first in parsed:
+            values: dict[str, Any] = {}
+            for offset, channel in enumerate(wanted):
+                value = self._decode_blob(blobs[first + offset])
+                if value is not _MISSING:
+                    values[channel] = value
+            writes = self._parse_pending_writes(thread_id, ns, cid, raw_writes)
+            ancestors[cid] = _Ancestor(parent_id, writes, values)
+        return ancestors
 
 
 def build_checkpointer(client: Redis, keys: Keys, *, ttl: timedelta | None = None) -> AsyncRedisSaver:
@@ -35,7 +138,7 @@ def build_checkpointer(client: Redis, keys: Keys, *, ttl: timedelta | None = Non
     if client.get_encoder().decode_responses:
         raise ValueError("the checkpointer needs a Redis client with decode_responses=False")
     seconds = int(ttl.total_seconds()) if ttl is not None else None
-    return AsyncRedisSaver(client, prefix=keys.checkpoints(), ttl=seconds)
+    return DrydockRedisSaver(client, prefix=keys.checkpoints(), ttl=seconds)
 
 
 @contextlib.asynccontextmanager

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from langgraph_checkpoint_plainredis import AsyncRedisSaver
 
-from drydock.checkpoints import open_checkpointer
+from drydock.checkpoints import DrydockRedisSaver, open_checkpointer
 from drydock.config import Settings
 from drydock.infra.redis import Keys
 
 
 @pytest.fixture
-async def checkpointer(settings: Settings, keys: Keys) -> AsyncIterator[AsyncRedisSaver]:
+async def checkpointer(settings: Settings, keys: Keys) -> AsyncIterator[DrydockRedisSaver]:
     async with open_checkpointer(settings.redis.model_copy(update={"key_prefix": keys.prefix})) as saver:
+        assert isinstance(saver, DrydockRedisSaver)
         yield saver

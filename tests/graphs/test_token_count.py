@@ -92,6 +92,9 @@ class TestCachedTokenCounter:
         counter([*messages, HumanMessage("one more")], tools=[search, fetch])
         assert first == len(messages) + 1
         assert len(calls) == first + 1
+        copies = [search.model_copy(), fetch.model_copy()]
+        assert counter(messages, tools=copies) == expected(messages, [search, fetch])
+        assert len(calls) == first + 1
 
 
 class TestSummarization:

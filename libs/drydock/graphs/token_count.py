@@ -19,6 +19,7 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, MessageLikeRepresentation, convert_to_messages
 from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.tools import BaseTool
 
 SCALE_BOUNDS = (1.0, 1.25)
 """How far the last reply's reported token use may scale the approximation (LangChain's rule)."""
@@ -34,7 +35,7 @@ class CachedTokenCounter:
 
     def __init__(self) -> None:
         self._messages: dict[int, tuple[BaseMessage, int, int]] = {}
-        self._tools: dict[tuple[int, ...], tuple[Sequence[Any], int]] = {}
+        self._tools: dict[tuple[Any, ...], tuple[Sequence[Any], int]] = {}
 
     def __call__(self, messages: Iterable[MessageLikeRepresentation], *, tools: Sequence[Any] | None = None) -> int:
         converted = convert_to_messages(messages)
@@ -63,6 +64,10 @@ class CachedTokenCounter:
         ):
             low, high = SCALE_BOUNDS
             total *= min(high, max(low, last_reported / approximate_at_last))
+        if len(self._messages) > 2 * len(converted) + 64:
+            # Copies of messages (a rebuilt system prompt, say) would otherwise pile up.
+            current = {id(message) for message in converted}
+            self._messages = {key: entry for key, entry in self._messages.items() if key in current}
         return math.ceil(total)
 
     def _message_tokens(self, message: BaseMessage) -> int:
@@ -75,7 +80,7 @@ class CachedTokenCounter:
         return tokens
 
     def _tools_tokens(self, tools: Sequence[Any]) -> int:
-        key = tuple(id(tool) for tool in tools)
+        key = tuple(_tool_identity(tool) for tool in tools)
         known = self._tools.get(key)
         if known is not None:
             return known[1]
@@ -83,6 +88,14 @@ class CachedTokenCounter:
         tokens = count_tokens_approximately([], tools=list(tools))
         self._tools[key] = (tools, tokens)
         return tokens
+
+
+def _tool_identity(tool: Any) -> Any:
+    """What a tool's count depends on. Middleware hands over copies of the same tools on every
+    model call (with the same schema object), so identity alone would never match."""
+    if isinstance(tool, BaseTool):
+        return (type(tool), tool.name, tool.description, id(tool.args_schema))
+    return id(tool)
 
 
 def summarization(model: BaseChatModel, backend: BackendProtocol) -> AgentMiddleware[Any, Any, Any]:
