@@ -1,13 +1,16 @@
 """The GitHub client against the fake GitHub over HTTP: App authentication and the token
-cache, comments, reactions, check runs, membership, errors, and a GitHub Enterprise base URL."""
+cache, comments, reactions, check runs, membership, errors, GraphQL, a GitHub Enterprise base
+URL, and the one connection pool."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 
+import httpx
 import pytest
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, Response
 
 from drydock.bus.envelopes import Author, Channel, InboxMessage, ReplyAddress
 from drydock.channels.errors import ChannelNotConfigured, OutboundFailed
@@ -84,12 +87,26 @@ class TestAuthentication:
         await client.create_comment(installation.id, REPO, 1, "still works")
         assert await client.installation_token(installation.id) != stale
 
+    async def test_concurrent_callers_for_one_installation_mint_once(
+        self, github: FakeGitHub, client: GithubClient, installation: Installation
+    ) -> None:
+        tokens = await asyncio.gather(*(client.installation_token(installation.id) for _ in range(5)))
+        assert len(set(tokens)) == 1
+        assert len(github.state.tokens) == 1
+
     async def test_the_installation_is_found_from_the_repository(
         self, github: FakeGitHub, client: GithubClient, installation: Installation
     ) -> None:
         activity_of(github.state).open_issue(REPO, 2)
         await client.create_comment(None, REPO, 2, "found my way")
         assert await client.installation_for(REPO) == installation.id
+
+    async def test_a_callers_authorization_is_sent_as_given(
+        self, github: FakeGitHub, client: GithubClient, installation: Installation
+    ) -> None:
+        authorization = f"Bearer {await client.installation_token(installation.id)}"
+        assert (await client.get_repository(authorization, REPO))["full_name"] == REPO
+        assert github.requests[-1].authorization == authorization
 
     async def test_a_client_without_app_credentials_is_refused(self) -> None:
         with pytest.raises(ChannelNotConfigured):
@@ -185,6 +202,78 @@ class TestEnterprise:
             finally:
                 await client.aclose()
         assert activity_of(github.state).comments_on(REPO, 6)[0].body == "hello from GHES"
+
+    async def test_graphql_goes_to_api_graphql_beside_api_v3(
+        self, github: FakeGitHub, app: App, installation: Installation
+    ) -> None:
+        enterprise = FastAPI()
+        enterprise.mount("/api/v3", create_app(github.state))
+        enterprise.mount("/api", create_app(github.state))
+        async with LoopbackServer(enterprise) as server:
+            client = GithubClient(settings_for(app, f"{server.base_url}/api/v3"))
+            try:
+                authorization = f"token {await client.installation_token(installation.id)}"
+                assert client.graphql_url == f"{server.base_url}/api/graphql"
+                with pytest.raises(OutboundFailed) as missing:
+                    await client.resolve_review_thread(authorization, "PRRT_nothing")
+            finally:
+                await client.aclose()
+        assert missing.value.status == 404
+        assert (github.requests[-1].method, github.requests[-1].path) == ("POST", "/api/graphql")
+
+
+class TestGraphql:
+    async def test_a_refusal_in_errors_carries_its_status_and_message(
+        self, client: GithubClient, installation: Installation
+    ) -> None:
+        authorization = f"token {await client.installation_token(installation.id)}"
+        with pytest.raises(OutboundFailed) as missing:
+            await client.resolve_review_thread(authorization, "PRRT_nothing")
+        assert missing.value.status == 404
+        assert "Could not resolve to a node with the global id of 'PRRT_nothing'" in missing.value.reason
+
+    async def test_an_http_failure_is_an_outbound_failure(self, client: GithubClient) -> None:
+        with pytest.raises(OutboundFailed) as refused:
+            await client.review_threads("token not-a-token", REPO, 1)
+        assert refused.value.status == 401
+
+
+class TestTransport:
+    async def test_requests_share_one_connection(
+        self, github: FakeGitHub, app: App, installation: Installation
+    ) -> None:
+        peers: list[int] = []
+        recording = FastAPI()
+
+        @recording.middleware("http")
+        async def record(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+            assert request.client is not None
+            peers.append(request.client.port)
+            return await call_next(request)
+
+        recording.mount("/", create_app(github.state))
+        activity_of(github.state).open_issue(REPO, 11)
+        async with LoopbackServer(recording) as server:
+            client = GithubClient(settings_for(app, server.base_url))
+            try:
+                for text in ("one", "two", "three"):
+                    await client.create_comment(installation.id, REPO, 11, text)
+            finally:
+                await client.aclose()
+        assert len(peers) == 4
+        assert len(set(peers)) == 1
+
+    async def test_a_given_transport_carries_the_requests(
+        self, github: FakeGitHub, app: App, installation: Installation
+    ) -> None:
+        activity_of(github.state).open_issue(REPO, 12)
+        transport = httpx.ASGITransport(app=create_app(github.state))
+        client = GithubClient(settings_for(app, "http://github.invalid"), transport=transport)
+        try:
+            await client.create_comment(installation.id, REPO, 12, "in process")
+        finally:
+            await client.aclose()
+        assert activity_of(github.state).comments_on(REPO, 12)[0].body == "in process"
 
 
 def message_for(address: dict[str, str], references: dict[str, str]) -> InboxMessage:

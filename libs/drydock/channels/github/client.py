@@ -1,30 +1,35 @@
-"""The GitHub REST API as the Drydock App: comments, reactions, check runs, org membership,
-and pull requests.
+"""The GitHub REST and GraphQL APIs as the Drydock App: comments, reactions, check runs, org
+membership, pull requests and reviews, over ``githubkit``.
 
 Authentication: the App signs a JWT (:mod:`drydock.credentials.app_jwt`) to mint installation
 tokens, which are cached per installation until ``token_refresh_margin`` before they expire;
-a 401 drops the cached token and retries once. The repository and pull request methods take
-the ``Authorization`` header from the caller instead, so that they can act as a user
+a 401 drops the cached token and retries once, and concurrent callers for one installation mint
+once. The repository, pull request and review methods take the ``Authorization`` header from the
+caller instead, so that they can act as a user
 (:func:`drydock.credentials.user_tokens.github_authorization`). ``api_url`` is
 ``https://api.github.com`` or a GitHub Enterprise Server's ``https://HOST/api/v3``. One HTTP
 connection pool per client.
-
-(``githubkit`` 0.16 cannot be imported next to ``hishel`` 2.0, the version locked today, so
-this client speaks REST over ``httpx`` directly.)
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable, Generator
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
+from githubkit import BaseAuthStrategy, GitHub, Response, TokenAuthStrategy
+from githubkit.exception import GraphQLFailed, RequestError, RequestFailed
 
 from drydock.channels.errors import ChannelNotConfigured, OutboundFailed
 from drydock.config import GithubSettings
 from drydock.credentials.app_jwt import AppBearer
+
+if TYPE_CHECKING:
+    from githubkit import GitHubCore
 
 API_VERSION = "2022-11-28"
 USER_AGENT = "drydock"
@@ -32,6 +37,10 @@ USER_AGENT = "drydock"
 ReactionTarget = Literal["issue_comment", "review_comment", "issue"]
 REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
 PULL_STATES = frozenset({"open", "closed", "all"})
+
+# githubkit's typed methods default to the newest REST version, which GitHub Enterprise Server
+# releases may not support yet.
+VERSION_HEADER = {"X-GitHub-Api-Version": API_VERSION}
 
 
 REVIEW_THREADS_QUERY = """
@@ -52,6 +61,38 @@ mutation ResolveReviewThread($threadId: ID!) {
 """
 
 
+@dataclass
+class _Authorization(BaseAuthStrategy):
+    """Send ``Authorization: header()`` on every request: the App's JWT (githubkit's
+    ``AppAuthStrategy`` needs PyJWT, which is not installed) or a caller's header verbatim."""
+
+    header: Callable[[], str]
+
+    def get_auth_flow(self, github: GitHubCore[Any]) -> httpx.Auth:
+        return _HeaderAuth(self.header)
+
+
+class _HeaderAuth(httpx.Auth):
+    def __init__(self, header: Callable[[], str]) -> None:
+        self._header = header
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = self._header()
+        yield request
+
+
+class _Pooled(httpx.AsyncBaseTransport):
+    """githubkit opens and closes an ``httpx`` client for every request made outside
+    ``async with``: each would build its own SSL context and pool (githubkit#285), and closing it
+    closes the transport it was given. This transport sends through one long-lived client."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self._client = client
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await self._client.send(request, stream=True)
+
+
 class PullRequestExists(OutboundFailed):
     """GitHub refused to open a pull request because one is open for the same head branch."""
 
@@ -60,18 +101,22 @@ class GithubClient:
     def __init__(self, settings: GithubSettings, *, transport: httpx.AsyncBaseTransport | None = None) -> None:
         if settings.app_id is None or settings.private_key is None:
             raise ChannelNotConfigured("GitHub App not configured: set DRYDOCK_GITHUB_APP_ID and _PRIVATE_KEY")
-        self._app = AppBearer(settings.app_id, settings.private_key.get_secret_value())
+        app = AppBearer(settings.app_id, settings.private_key.get_secret_value())
         self._margin = settings.token_refresh_margin.total_seconds()
         self._api_url = settings.api_url.rstrip("/")
-        self._http = httpx.AsyncClient(
+        self._http = httpx.AsyncClient(transport=transport)
+        self._github = GitHub(
+            _Authorization(app.header),
             base_url=self._api_url,
+            user_agent=USER_AGENT,
             timeout=settings.request_timeout,
-            transport=transport,
-            headers={
-                "Accept": "application/vnd.github+json",
-                "X-GitHub-Api-Version": API_VERSION,
-                "User-Agent": USER_AGENT,
-            },
+            async_transport=_Pooled(self._http),
+            # A 302 from the membership check means "not a member"; following it would ask
+            # about public membership instead.
+            follow_redirects=False,
+            http_cache=False,
+            # Retrying a POST that GitHub may have carried out could comment twice; callers retry.
+            auto_retry=False,
         )
         self._tokens: dict[int, tuple[str, float]] = {}
         self._minting: dict[int, asyncio.Lock] = {}
@@ -83,14 +128,30 @@ class GithubClient:
 
     # Authentication
 
-    async def _send(self, method: str, path: str, authorization: str, json: Any = None) -> httpx.Response:
+    async def _answer(self, request: Awaitable[Response[Any, Any]]) -> httpx.Response:
+        """GitHub's response, whatever its status; :class:`OutboundFailed` if GitHub is unreachable."""
         try:
-            return await self._http.request(method, path, json=json, headers={"Authorization": authorization})
-        except httpx.HTTPError as error:
-            raise OutboundFailed(f"GitHub at {self._api_url} unreachable: {error or type(error).__name__}") from None
+            return (await request).raw_response
+        except RequestFailed as failed:
+            return failed.response.raw_response
+        except RequestError as error:
+            raise self._unreachable(error) from None
 
-    async def _as_app(self, method: str, path: str, json: Any = None) -> httpx.Response:
-        return await self._send(method, path, self._app.header(), json)
+    def _unreachable(self, error: RequestError[Exception]) -> OutboundFailed:
+        return OutboundFailed(f"GitHub at {self._api_url} unreachable: {error.exc or type(error.exc).__name__}")
+
+    def _as_caller(self, authorization: str) -> GitHub[_Authorization]:
+        return self._github.with_auth(_Authorization(lambda: authorization))
+
+    async def _send(
+        self,
+        github: GitHub[Any],
+        method: str,
+        path: str,
+        json: Any = None,
+        params: dict[str, str] | None = None,
+    ) -> httpx.Response:
+        return await self._answer(github.arequest(method, path, json=json, params=params, headers=VERSION_HEADER))
 
     async def installation_token(self, installation_id: int) -> str:
         """A cached installation token, minted anew shortly before the old one expires."""
@@ -102,7 +163,9 @@ class GithubClient:
             cached = self._tokens.get(installation_id)
             if cached is not None and cached[1] - time.time() > self._margin:
                 return cached[0]
-            response = await self._as_app("POST", f"/app/installations/{installation_id}/access_tokens")
+            response = await self._answer(
+                self._github.rest.apps.async_create_installation_access_token(installation_id, headers=VERSION_HEADER)
+            )
             body = _checked(response, f"minting a token for installation {installation_id}")
             expires = datetime.fromisoformat(str(body["expires_at"]).replace("Z", "+00:00")).timestamp()
             self._tokens[installation_id] = (str(body["token"]), expires)
@@ -113,7 +176,10 @@ class GithubClient:
         found = self._installations.get(full_name.lower())
         if found is not None:
             return found
-        response = await self._as_app("GET", f"/repos/{full_name}/installation")
+        owner, _, name = full_name.partition("/")
+        response = await self._answer(
+            self._github.rest.apps.async_get_repo_installation(owner, name, headers=VERSION_HEADER)
+        )
         installation_id = int(_checked(response, f"looking up the App's installation on {full_name}")["id"])
         self._installations[full_name.lower()] = installation_id
         return installation_id
@@ -123,7 +189,7 @@ class GithubClient:
         found = self._installations.get(f"org:{org.lower()}")
         if found is not None:
             return found
-        response = await self._as_app("GET", f"/orgs/{org}/installation")
+        response = await self._answer(self._github.rest.apps.async_get_org_installation(org, headers=VERSION_HEADER))
         if response.status_code == 404:
             return None
         installation_id = int(_checked(response, f"looking up the App's installation on {org}")["id"])
@@ -137,10 +203,12 @@ class GithubClient:
             if full_name is None:
                 raise ValueError("an installation id or a repository is required")
             installation_id = await self.installation_for(full_name)
-        response = await self._send(method, path, f"token {await self.installation_token(installation_id)}", json)
+        token = TokenAuthStrategy(await self.installation_token(installation_id))
+        response = await self._send(self._github.with_auth(token), method, path, json)
         if response.status_code == 401:
             self._tokens.pop(installation_id, None)
-            response = await self._send(method, path, f"token {await self.installation_token(installation_id)}", json)
+            token = TokenAuthStrategy(await self.installation_token(installation_id))
+            response = await self._send(self._github.with_auth(token), method, path, json)
         return response
 
     # Conversation
@@ -234,7 +302,7 @@ class GithubClient:
 
     async def get_repository(self, authorization: str, full_name: str) -> dict[str, Any]:
         """The repository (``default_branch``, ``private``, …)."""
-        response = await self._send("GET", f"/repos/{full_name}", authorization)
+        response = await self._send(self._as_caller(authorization), "GET", f"/repos/{full_name}")
         return _checked(response, f"reading {full_name}")
 
     async def create_pull(
@@ -251,7 +319,7 @@ class GithubClient:
         """Open a pull request of ``head`` into ``base``; returns it (``number``, ``html_url``, …).
         Raises :class:`PullRequestExists` when one is already open for ``head``."""
         request = {"title": title, "head": head, "base": base, "body": body, "draft": draft}
-        response = await self._send("POST", f"/repos/{full_name}/pulls", authorization, request)
+        response = await self._send(self._as_caller(authorization), "POST", f"/repos/{full_name}/pulls", request)
         doing = f"opening a pull request of {head} into {base} on {full_name}"
         exists = _error_messages(response, "A pull request already exists") if response.status_code == 422 else []
         if exists:
@@ -259,7 +327,7 @@ class GithubClient:
         return _checked(response, doing)
 
     async def get_pull(self, authorization: str, full_name: str, number: int) -> dict[str, Any]:
-        response = await self._send("GET", f"/repos/{full_name}/pulls/{number}", authorization)
+        response = await self._send(self._as_caller(authorization), "GET", f"/repos/{full_name}/pulls/{number}")
         return _checked(response, f"reading pull request {full_name}#{number}")
 
     async def list_pulls(
@@ -277,26 +345,29 @@ class GithubClient:
             raise ValueError(f"{state!r} is not one of {sorted(PULL_STATES)}")
         params = {"state": state, "per_page": str(per_page)} | ({"head": head} if head else {})
         params |= {"base": base} if base else {}
-        path = httpx.URL(f"/repos/{full_name}/pulls", params=params)
-        response = await self._send("GET", str(path), authorization)
+        path = f"/repos/{full_name}/pulls"
+        response = await self._send(self._as_caller(authorization), "GET", path, params=params)
         return _checked_list(response, f"listing pull requests of {full_name}")
 
     async def update_pull(
         self, authorization: str, full_name: str, number: int, changes: dict[str, Any]
     ) -> dict[str, Any]:
         """Change ``title``, ``body``, ``state`` (open/closed) or ``base``; returns the pull request."""
-        response = await self._send("PATCH", f"/repos/{full_name}/pulls/{number}", authorization, changes)
+        response = await self._send(
+            self._as_caller(authorization), "PATCH", f"/repos/{full_name}/pulls/{number}", changes
+        )
         return _checked(response, f"updating pull request {full_name}#{number}")
 
     # Reviews, with the caller's authorization
 
     async def _pages(self, authorization: str, path: str, doing: str, *, limit: int) -> list[dict[str, Any]]:
         """Every item of a paginated list (100 a page), at most ``limit``."""
+        github = self._as_caller(authorization)
         found: list[dict[str, Any]] = []
         page = 1
         while len(found) < limit:
-            url = httpx.URL(path, params={"per_page": "100", "page": str(page)})
-            batch = _checked_list(await self._send("GET", str(url), authorization), doing)
+            params = {"per_page": "100", "page": str(page)}
+            batch = _checked_list(await self._send(github, "GET", path, params=params), doing)
             found += batch
             if len(batch) < 100:
                 break
@@ -334,7 +405,9 @@ class GithubClient:
         """Submit one review of ``commit_id`` with inline ``comments`` (``path``, ``line``,
         ``side``, optional ``start_line``/``start_side``, ``body``); returns the review."""
         request = {"commit_id": commit_id, "body": body, "event": event, "comments": comments}
-        response = await self._send("POST", f"/repos/{full_name}/pulls/{number}/reviews", authorization, request)
+        response = await self._send(
+            self._as_caller(authorization), "POST", f"/repos/{full_name}/pulls/{number}/reviews", request
+        )
         return _checked(response, f"submitting a review of {full_name}#{number}")
 
     async def reply_in_review_thread(
@@ -342,7 +415,7 @@ class GithubClient:
     ) -> dict[str, Any]:
         """Reply in the review thread of ``comment_id``; returns the new comment."""
         path = f"/repos/{full_name}/pulls/{number}/comments/{comment_id}/replies"
-        response = await self._send("POST", path, authorization, {"body": body})
+        response = await self._send(self._as_caller(authorization), "POST", path, {"body": body})
         return _checked(response, f"replying to review comment {comment_id} on {full_name}#{number}")
 
     async def review_comment_reactions(
@@ -361,24 +434,25 @@ class GithubClient:
         return self._api_url + "/graphql"
 
     async def graphql(self, authorization: str, query: str, variables: dict[str, Any], doing: str) -> dict[str, Any]:
-        """The ``data`` of a GraphQL request; :class:`OutboundFailed` for HTTP or GraphQL errors
-        (GraphQL answers 200 with ``errors``; ``FORBIDDEN`` maps to 403, ``NOT_FOUND`` to 404)."""
+        """The ``data`` of a GraphQL request (sent to :attr:`graphql_url`); :class:`OutboundFailed`
+        for HTTP or GraphQL errors (GraphQL answers 200 with ``errors``; ``FORBIDDEN`` maps to 403,
+        ``NOT_FOUND`` to 404)."""
         try:
-            response = await self._http.post(
-                self.graphql_url,
-                json={"query": query, "variables": variables},
-                headers={"Authorization": authorization},
-            )
-        except httpx.HTTPError as error:
-            raise OutboundFailed(f"GitHub at {self._api_url} unreachable: {error or type(error).__name__}") from None
-        body = _checked(response, doing)
-        errors = body.get("errors")
-        if errors:
-            first = errors[0] if isinstance(errors, list) and errors and isinstance(errors[0], dict) else {}
-            status = {"FORBIDDEN": 403, "NOT_FOUND": 404}.get(str(first.get("type")), 422)
-            raise OutboundFailed(f"GitHub answered {first.get('message')!r} {doing}", status=status)
-        data = body.get("data")
-        return data if isinstance(data, dict) else {}
+            return await self._as_caller(authorization).async_graphql(query, variables)
+        except GraphQLFailed as failed:
+            errors = [{"type": error.type, "message": error.message} for error in failed.response.errors or []]
+            raise _graphql_failure(errors, doing) from None
+        except RequestFailed as failed:
+            # A rate limit answers 200 with ``errors``, which githubkit raises as a request failure.
+            response = failed.response.raw_response
+            body = _json(response)
+            if response.is_success and isinstance(body, dict):
+                raise _graphql_failure(body.get("errors"), doing) from None
+            raise _failure(response, body, doing) from None
+        except RequestError as error:
+            raise self._unreachable(error) from None
+        except ValueError:
+            raise OutboundFailed(f"GitHub answered neither data nor errors {doing}", status=502) from None
 
     async def review_threads(self, authorization: str, full_name: str, number: int) -> list[dict[str, Any]]:
         """The review threads of a pull request: ``id``, ``isResolved`` and the ``databaseId`` of
@@ -433,6 +507,13 @@ def _error_messages(response: httpx.Response, prefix: str = "") -> list[str]:
         if text and str(text).startswith(prefix):
             found.append(str(text))
     return found
+
+
+def _graphql_failure(errors: Any, doing: str) -> OutboundFailed:
+    """The first of a GraphQL answer's ``errors``, with the HTTP status its ``type`` stands for."""
+    first = errors[0] if isinstance(errors, list) and errors and isinstance(errors[0], dict) else {}
+    status = {"FORBIDDEN": 403, "NOT_FOUND": 404}.get(str(first.get("type")), 422)
+    return OutboundFailed(f"GitHub answered {first.get('message')!r} {doing}", status=status)
 
 
 def _failure(response: httpx.Response, body: Any, doing: str) -> OutboundFailed:
