@@ -168,7 +168,9 @@ async def steps_and_warm_webhooks(root: Path) -> None:
                 await stage.deliver_github(
                     "issue_comment", mention(stage, f"@drydock and again {index}", number=thread_number)
                 )
-                await stage.model.wait_for_requests(before + 1)
+                # A follow-up that never reaches the model is a lost message: fail, do not hang.
+                async with asyncio.timeout(60):
+                    await stage.model.wait_for_requests(before + 1)
                 latencies.append((stage.model.requests[before].received_at - sent) * 1000)
                 await endings.wait_completed(index + 2, 60)
                 # Warm and idle: the run has released the thread (after its turn's snapshot).
