@@ -11,7 +11,7 @@ from redis.asyncio import Redis
 from drydock.config import Settings
 from drydock.infra.embedded import valkey_server
 from drydock.infra.redis import Keys, connect_redis
-from drydock.threads import LeaseBusy, LeaseLost, Leases
+from drydock.threads import Lease, LeaseBusy, LeaseLost, Leases
 
 SHORT = timedelta(milliseconds=600)
 
@@ -126,3 +126,25 @@ class TestHold:
         with pytest.raises(asyncio.CancelledError):
             await task
         assert await leases.acquire(thread_id, "b") is not None, "a cancelled holder releases its lease"
+
+    async def test_exit_ends_a_renewer_whose_cancellation_was_swallowed(self, leases: Leases, thread_id: str) -> None:
+        renewing = asyncio.Event()
+        real_renew = leases.renew
+
+        async def renew_swallowing_cancellation(lease: Lease) -> bool:
+            # What Python 3.11's asyncio.wait_for does when the cancellation and the answer meet.
+            renewing.set()
+            try:
+                await asyncio.sleep(0.05)
+            except asyncio.CancelledError:
+                return True
+            return await real_renew(lease)
+
+        leases.renew = renew_swallowing_cancellation  # type: ignore[method-assign]
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout(SHORT.total_seconds() * 3):
+            async with leases.hold(thread_id, "a"):
+                await renewing.wait()
+                exiting = loop.time()
+        assert loop.time() - exiting < SHORT.total_seconds() / 3, "the exit waited for another renewal"
+        assert await leases.acquire(thread_id, "b") is not None, "the lease was released"

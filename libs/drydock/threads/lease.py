@@ -121,7 +121,14 @@ class HeldLease:
         ttl = self._leases.ttl.total_seconds()
         interval = ttl / 3
         valid_until = time.monotonic() + ttl
+        this = asyncio.current_task()
         while True:
+            # On Python 3.11 a cancellation that lands just as Redis answers is swallowed (redis-py
+            # sends through asyncio.wait_for, which then returns the result); the task still
+            # counts as cancelled, and without this check it would renew forever while the
+            # block's exit waits for it.
+            if this is not None and this.cancelling():
+                raise asyncio.CancelledError
             await asyncio.sleep(min(interval, max(0.0, valid_until - time.monotonic())))
             try:
                 if not await self._leases.renew(lease):
@@ -144,8 +151,9 @@ class HeldLease:
         assert self._lease is not None
         assert self._renewer is not None
         self._renewer.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._renewer
+        # Not ``await self._renewer`` under suppress(CancelledError): that would also swallow a
+        # cancellation of this task while it waits.
+        await asyncio.wait([self._renewer])
         if self.lost:
             if exc_type is asyncio.CancelledError and self._task is not None and self._task.uncancel() == 0:
                 raise LeaseLost(f"lease on thread {self._thread_id} lost") from None
