@@ -3,17 +3,18 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
 import pytest
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi.responses import JSONResponse
 from nats.aio.client import Client as NatsClient
 from redis.asyncio import Redis
 
 from drydock.bus import Bus
 from drydock.config import Settings
-from drydock.http import create_app
+from drydock.http import DirectRoute, create_app
 from drydock.infra.embedded import free_port
 from drydock.infra.redis import Keys
 from drydock.runtime import Runtime
@@ -75,6 +76,44 @@ def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         timeout=60,
         check=False,
     )
+
+
+class TestDirectRoutes:
+    @pytest.fixture
+    def app(self, settings: Settings, nats_client: NatsClient, bus: Bus, redis: Redis) -> FastAPI:
+        async def hot(request: Request) -> Response:
+            return JSONResponse({"body": (await request.body()).decode()})
+
+        def routes(_: Runtime) -> APIRouter:
+            router = APIRouter()
+            router.routes.append(DirectRoute("/hot", hot, methods=["POST"]))
+            return router
+
+        app = create_app("web", Runtime(settings, nats_client, bus, redis, Keys()), [routes])
+        layers: list[str] = []
+
+        @app.middleware("http")
+        async def record(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+            layers.append(request.url.path)
+            return await call_next(request)
+
+        app.state.layers = layers
+        return app
+
+    async def test_a_post_to_the_path_skips_the_middleware(self, app: FastAPI) -> None:
+        async for client in client_for(app):
+            response = await client.post("/hot", content=b"ping")
+            assert response.status_code == 200
+            assert response.json() == {"body": "ping"}
+            assert app.state.layers == []
+            assert (await client.get("/healthz")).status_code == 200
+            assert app.state.layers == ["/healthz"]
+
+    async def test_other_methods_get_the_routers_answer(self, app: FastAPI) -> None:
+        async for client in client_for(app):
+            response = await client.get("/hot")
+            assert response.status_code == 405
+            assert app.state.layers == ["/hot"]
 
 
 class TestCommandLine:

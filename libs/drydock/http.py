@@ -15,9 +15,12 @@ import uvicorn
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from redis.exceptions import RedisError
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 import drydock
 from drydock.config import load_settings
+from drydock.errors import describe
 from drydock.runtime import Runtime, open_runtime
 from drydock.telemetry import metrics_response
 
@@ -38,8 +41,29 @@ async def readiness(runtime: Runtime) -> dict[str, str]:
         await asyncio.wait_for(runtime.redis.ping(), 1.0)
         checks["redis"] = "ok"
     except (RedisError, OSError, TimeoutError) as error:
-        checks["redis"] = f"unreachable: {error or type(error).__name__}"
+        checks["redis"] = f"unreachable: {describe(error)}"
     return checks
+
+
+class DirectRoute(Route):
+    """A route the app serves ahead of its middleware stack and router, for hot endpoints that
+    use neither (the webhooks): on a POST to the exact path the route's endpoint is called
+    straight away. Unexpected errors still become a 500, from the server."""
+
+
+class _App(FastAPI):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.direct: dict[str, DirectRoute] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            route = self.direct.get(scope["path"])
+            if route is not None and route.methods is not None and scope["method"] in route.methods:
+                scope["app"] = self
+                await route.app(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
 
 
 def create_app(name: str, runtime: Runtime | None = None, routers: list[RouterFactory] | None = None) -> FastAPI:
@@ -55,7 +79,7 @@ def create_app(name: str, runtime: Runtime | None = None, routers: list[RouterFa
             _mount(app, opened, routers or [])
             yield
 
-    app = FastAPI(title=f"Drydock {name}", version=drydock.__version__, lifespan=lifespan)
+    app = _App(title=f"Drydock {name}", version=drydock.__version__, lifespan=lifespan)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
@@ -78,7 +102,10 @@ def create_app(name: str, runtime: Runtime | None = None, routers: list[RouterFa
 def _mount(app: FastAPI, runtime: Runtime, routers: list[RouterFactory]) -> None:
     app.state.runtime = runtime
     for factory in routers:
-        app.include_router(factory(runtime))
+        router = factory(runtime)
+        if isinstance(app, _App):
+            app.direct.update({route.path: route for route in router.routes if isinstance(route, DirectRoute)})
+        app.include_router(router)
 
 
 class _EmbeddedServer(uvicorn.Server):

@@ -19,6 +19,7 @@ from drydock.bus.envelopes import InboxMessage
 from drydock.channels.github.client import GithubClient
 from drydock.channels.intents import Delivery
 from drydock.channels.outbound import Outbound
+from drydock.errors import describe
 from drydock.runtime import Runtime
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.threads.pr_records import PullRequestRecords
@@ -97,7 +98,7 @@ class Ingress:
         try:
             lookup = await batch.execute(channel, delivery.delivery_id)
         except (RedisError, OSError) as error:
-            raise Unavailable(f"store: {error or type(error).__name__}") from None
+            raise Unavailable(f"store: {describe(error)}") from None
         if lookup.claim is ClaimResult.DUPLICATE:
             return Accepted(200, {"status": "duplicate", "delivery": delivery.delivery_id}, "duplicate")
         if lookup.claim is ClaimResult.IN_PROGRESS:
@@ -113,7 +114,7 @@ class Ingress:
         except BaseException as error:
             await self._release(channel, delivery.delivery_id)
             if isinstance(error, RedisError | OSError):
-                raise Unavailable(f"store: {error or type(error).__name__}") from None
+                raise Unavailable(f"store: {describe(error)}") from None
             raise
         try:
             await self.deliveries.done(channel, delivery.delivery_id)

@@ -19,6 +19,7 @@ import contextlib
 from redis.exceptions import RedisError
 
 from drydock.bus import Bus, BusUnavailable, Wake
+from drydock.errors import describe
 from drydock.threads.inbox import Inbox
 from drydock.threads.metadata import ThreadExists, ThreadMetadataStore
 from drydock.threads.pr_records import PullRequestRecords
@@ -61,4 +62,4 @@ class Dispatcher:
         except BusUnavailable as error:
             raise Unavailable(f"message bus: {error}") from None
         except (RedisError, OSError) as error:
-            raise Unavailable(f"store: {error or type(error).__name__}") from None
+            raise Unavailable(f"store: {describe(error)}") from None

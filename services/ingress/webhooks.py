@@ -20,6 +20,7 @@ from drydock.bus.envelopes import Channel
 from drydock.channels.errors import ChannelNotConfigured, MalformedDelivery, VerificationFailed
 from drydock.channels.intents import Delivery
 from drydock.config import Settings
+from drydock.http import DirectRoute
 from services.ingress import verified
 from services.ingress.accept import Ingress
 from services.ingress.body import read_body
@@ -101,8 +102,9 @@ ENDPOINTS: tuple[tuple[str, Channel, Reader, str], ...] = (
 def webhook_router(ingress: Ingress) -> APIRouter:
     """The webhook endpoints, served by ``ingress`` (one per process).
 
-    They are plain Starlette routes: a webhook takes no parameters for FastAPI to resolve, and
-    skipping its dependency machinery is a measurable share of the hot path.
+    They are direct routes, served ahead of the app's middleware and router: a webhook takes
+    no parameters for FastAPI to resolve and needs none of its layers, which cost about a
+    tenth of the ingress's CPU per delivery.
     """
     api = APIRouter()
     for path, channel, reader, summary in ENDPOINTS:
@@ -111,5 +113,5 @@ def webhook_router(ingress: Ingress) -> APIRouter:
             return await handle(ingress, request, channel, reader)
 
         endpoint.__doc__ = summary
-        api.add_route(path, endpoint, methods=["POST"], name=path, include_in_schema=False)
+        api.routes.append(DirectRoute(path, endpoint, methods=["POST"], name=path, include_in_schema=False))
     return api

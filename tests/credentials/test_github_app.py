@@ -3,7 +3,9 @@ JWT (it must refuse what GitHub refuses, or these tests prove nothing)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
@@ -17,6 +19,34 @@ from drydock.credentials import GitHubAppTokens, TokenMintError
 from drydock.credentials.app_jwt import AppKeyError, app_jwt, load_app_key
 from tests.credentials.conftest import REPOSITORY
 from tests.fakes.github import App, FakeGitHub
+
+
+@contextlib.asynccontextmanager
+async def _dropping_first_connections(target: str, *, drops: int) -> AsyncIterator[tuple[str, list[bool]]]:
+    """A TCP relay to ``target`` that closes its first ``drops`` connections unanswered."""
+    upstream = httpx.URL(target)
+    dropped: list[bool] = []
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError):
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        writer.close()
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(dropped) < drops:
+            dropped.append(True)
+            await reader.read(1)
+            writer.close()
+            return
+        up_reader, up_writer = await asyncio.open_connection(upstream.host, upstream.port)
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    server = await asyncio.start_server(relay, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        yield f"http://127.0.0.1:{port}", dropped
 
 
 @pytest.fixture
@@ -70,6 +100,16 @@ class TestMint:
                 await tokens.mint(REPOSITORY, read_only=False)
         finally:
             await tokens.aclose()
+
+    async def test_a_dropped_connection_is_tried_again(self, github: FakeGitHub, github_app: App) -> None:
+        async with _dropping_first_connections(github.base_url, drops=2) as (url, dropped):
+            tokens = GitHubAppTokens(app_id=github_app.id, private_key=github_app.private_key_pem, api_url=url)
+            try:
+                token = await tokens.mint(REPOSITORY, read_only=False)
+            finally:
+                await tokens.aclose()
+        assert dropped == [True, True]
+        assert token.repositories == (REPOSITORY,)
 
     async def test_wrong_key_is_refused_by_github(self, github: FakeGitHub, github_app: App) -> None:
         stranger = github.create_app()

@@ -20,6 +20,7 @@ from drydock.channels.errors import OutboundFailed
 from drydock.channels.github.client import API_VERSION, USER_AGENT, GithubClient
 from drydock.config import GithubSettings
 from drydock.credentials.user_tokens import app_authorization
+from drydock.errors import describe
 
 CHECK_PAGES = 10
 """At most this many pages of 100 check runs are read per revision."""
@@ -110,7 +111,7 @@ class AutofixGithub:
                 raw = await response.read()
                 status, ok = response.status, response.ok
         except (aiohttp.ClientError, TimeoutError) as error:
-            raise OutboundFailed(f"GitHub at {self._api_url} unreachable: {error or type(error).__name__}") from None
+            raise OutboundFailed(f"GitHub at {self._api_url} unreachable: {describe(error)}") from None
         try:
             body = json.loads(raw) if raw else None
         except ValueError:

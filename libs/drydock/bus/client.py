@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from drydock.bus import subjects
 from drydock.bus.envelopes import GithubEvent, RunEvent, Wake
 from drydock.config import NatsSettings
+from drydock.errors import describe
 from drydock.telemetry.tracing import inject_headers
 
 log = structlog.get_logger(__name__)
@@ -55,7 +56,7 @@ async def connect_nats(settings: NatsSettings, *, name: str, url: str | None = N
             reconnected_cb=on_reconnected,
         )
     except (NoServersError, OSError, TimeoutError) as error:
-        raise BusUnavailable(f"cannot reach NATS at {target}: {error or type(error).__name__}") from None
+        raise BusUnavailable(f"cannot reach NATS at {target}: {describe(error)}") from None
     # nats-py applies one attempt limit to the first connect and to reconnects; -1 from the
     # start would retry an unreachable first server forever instead of failing start-up.
     nc.options["max_reconnect_attempts"] = -1
@@ -84,7 +85,7 @@ class Bus:
         try:
             return await self.js.publish(subject, envelope.model_dump_json().encode(), headers=all_headers)
         except (NatsError, TimeoutError) as error:
-            raise BusUnavailable(f"publish to {subject} not acknowledged: {error or type(error).__name__}") from None
+            raise BusUnavailable(f"publish to {subject} not acknowledged: {describe(error)}") from None
 
     async def wake(self, wake: Wake, *, msg_id: str | None = None) -> PubAck:
         return await self.publish(subjects.run(wake.role, wake.thread_id), wake, msg_id=msg_id)

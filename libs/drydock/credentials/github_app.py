@@ -6,19 +6,26 @@ roles, downgraded to read permissions, so the code host enforces what the proxy 
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import ssl
 from datetime import datetime
 from typing import Any
 
 import httpx
+import structlog
 
 from drydock.config import GithubSettings
 from drydock.credentials.app_jwt import AppBearer
 from drydock.credentials.upstream_token import UpstreamToken
+from drydock.errors import describe
 from drydock.sandbox.credentials import GrantError
 
 API_VERSION = "2022-11-28"
+TRANSPORT_RETRY_PAUSES = (0.25, 1.0)
+"""Seconds before each further attempt when GitHub could not be reached."""
+
+log = structlog.get_logger(__name__)
 
 
 @functools.cache
@@ -64,10 +71,18 @@ class GitHubAppTokens:
         await self._http.aclose()
 
     async def _call(self, method: str, path: str, json: dict[str, Any] | None = None) -> httpx.Response:
-        try:
-            return await self._http.request(method, path, json=json, headers={"Authorization": self._app.header()})
-        except httpx.HTTPError as error:
-            raise TokenMintError(f"cannot reach GitHub at {self._api_url}: {error or type(error).__name__}") from None
+        """One request; a connection that fails or times out is tried again after a pause
+        (both calls are safe to repeat: a second mint only makes a second token)."""
+        pauses = iter(TRANSPORT_RETRY_PAUSES)
+        while True:
+            try:
+                return await self._http.request(method, path, json=json, headers={"Authorization": self._app.header()})
+            except httpx.HTTPError as error:
+                pause = next(pauses, None) if isinstance(error, httpx.TransportError) else None
+                if pause is None:
+                    raise TokenMintError(f"cannot reach GitHub at {self._api_url}: {describe(error)}") from None
+                log.info("GitHub not reached; trying again", path=path, error=describe(error), pause=pause)
+                await asyncio.sleep(pause)
 
     async def _installation(self, repository: str) -> tuple[int, dict[str, str]]:
         """The installation id and permissions for ``owner/name``; cached, as they rarely change."""

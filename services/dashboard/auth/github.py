@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 import httpx
 
 from drydock.config import Settings
+from drydock.errors import describe
 from services.dashboard.errors import BadGateway, Unavailable
 
 API_VERSION = "2022-11-28"
@@ -84,9 +85,7 @@ class GithubSignIn:
                 headers={"Accept": "application/json"},
             )
         except httpx.HTTPError as error:
-            raise Unavailable(
-                f"GitHub cannot be reached to finish signing in: {error or type(error).__name__}"
-            ) from None
+            raise Unavailable(f"GitHub cannot be reached to finish signing in: {describe(error)}") from None
         body = _json(response)
         if not response.is_success or not isinstance(body, dict):
             raise BadGateway(f"GitHub answered {response.status_code} to the token exchange")
@@ -108,7 +107,7 @@ class GithubSignIn:
                 },
             )
         except httpx.HTTPError as error:
-            raise Unavailable(f"GitHub cannot be reached: {error or type(error).__name__}") from None
+            raise Unavailable(f"GitHub cannot be reached: {describe(error)}") from None
         if not response.is_success:
             raise BadGateway(f"GitHub answered {response.status_code} to GET {path}")
         return response

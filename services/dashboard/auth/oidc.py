@@ -21,6 +21,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
 from drydock.config import Settings
+from drydock.errors import describe
 from services.dashboard.auth.github import SignInRefused
 from services.dashboard.errors import BadGateway, Unavailable
 
@@ -61,7 +62,7 @@ class OidcSignIn:
         try:
             response = await self._http.get(url, headers={"Accept": "application/json"})
         except httpx.HTTPError as error:
-            raise Unavailable(f"the identity provider cannot be reached: {error or type(error).__name__}") from None
+            raise Unavailable(f"the identity provider cannot be reached: {describe(error)}") from None
         if not response.is_success:
             raise BadGateway(f"the identity provider answered {response.status_code} to GET {url}")
         return response.json()
@@ -107,7 +108,7 @@ class OidcSignIn:
                 headers={"Accept": "application/json"},
             )  # fmt: skip
         except httpx.HTTPError as error:
-            raise Unavailable(f"the identity provider cannot be reached: {error or type(error).__name__}") from None
+            raise Unavailable(f"the identity provider cannot be reached: {describe(error)}") from None
         body = response.json() if response.headers.get("content-type", "").startswith("application/json") else {}
         if not response.is_success or "id_token" not in body:
             raise SignInRefused(str(body.get("error_description") or body.get("error") or response.status_code))

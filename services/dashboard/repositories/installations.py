@@ -14,6 +14,7 @@ from redis.asyncio import Redis
 
 from drydock.config import Settings
 from drydock.credentials.app_jwt import AppBearer
+from drydock.errors import describe
 from drydock.infra.redis import Keys
 from services.dashboard.errors import BadGateway, Unavailable
 
@@ -87,7 +88,7 @@ class Installations:
                 },
             )
         except httpx.HTTPError as error:
-            raise Unavailable(f"GitHub cannot be reached: {error or type(error).__name__}") from None
+            raise Unavailable(f"GitHub cannot be reached: {describe(error)}") from None
         if not response.is_success:
             raise BadGateway(f"GitHub answered {response.status_code} to {method} {url.split('?')[0]}")
         return response

@@ -15,6 +15,7 @@ import httpx
 
 from drydock.channels.errors import ChannelNotConfigured, OutboundFailed
 from drydock.config import LinearSettings
+from drydock.errors import describe
 
 ActivityType = Literal["thought", "action", "elicitation", "response", "error"]
 
@@ -115,7 +116,7 @@ class LinearClient:
         try:
             response = await self._http.post(self._url, json={"query": query, "variables": variables})
         except httpx.HTTPError as error:
-            raise OutboundFailed(f"Linear unreachable {doing}: {error or type(error).__name__}") from None
+            raise OutboundFailed(f"Linear unreachable {doing}: {describe(error)}") from None
         try:
             body = response.json()
         except ValueError:

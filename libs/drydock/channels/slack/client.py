@@ -17,6 +17,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from drydock.channels.errors import ChannelNotConfigured, OutboundFailed
 from drydock.config import SlackSettings
+from drydock.errors import describe
 
 
 class SlackClient:
@@ -52,7 +53,7 @@ class SlackClient:
             status = error.response.status_code if error.response is not None else None
             raise OutboundFailed(f"Slack {method} failed ({code or error}) {doing}", status=status) from None
         except (SlackClientError, aiohttp.ClientError, TimeoutError) as error:
-            raise OutboundFailed(f"Slack unreachable {doing}: {error or type(error).__name__}") from None
+            raise OutboundFailed(f"Slack unreachable {doing}: {describe(error)}") from None
         return dict(response.data) if isinstance(response.data, dict) else {}
 
     async def post_in_thread(self, channel: str, thread_ts: str, text: str) -> str:

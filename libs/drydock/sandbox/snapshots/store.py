@@ -27,6 +27,7 @@ from nats.js.object_store import (
 from pydantic import ValidationError
 
 from drydock.config import SnapshotSettings
+from drydock.errors import describe
 from drydock.sandbox.snapshots.capture import Captured, TooLarge, Unchanged, capture
 from drydock.sandbox.snapshots.errors import SnapshotCorrupt, SnapshotError
 from drydock.sandbox.snapshots.rebuild import rebuild
@@ -269,4 +270,4 @@ class SnapshotStore:
         except TimeoutError:
             raise SnapshotError(f"{what}: no answer from NATS within {self._timeout} s") from None
         except NatsError as error:
-            raise SnapshotError(f"{what}: {error or type(error).__name__}") from None
+            raise SnapshotError(f"{what}: {describe(error)}") from None
