@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import timedelta
 
 import httpx
 import pytest
@@ -13,8 +15,8 @@ from nats.aio.client import Client as NatsClient
 from redis.asyncio import Redis
 
 from drydock.bus import Bus
-from drydock.config import Settings
-from drydock.http import DirectRoute, create_app
+from drydock.config import HttpSettings, Settings
+from drydock.http import DirectRoute, create_app, serve
 from drydock.infra.embedded import free_port
 from drydock.infra.redis import Keys
 from drydock.runtime import Runtime
@@ -25,6 +27,11 @@ async def client_for(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://web") as client:
             yield client
+
+
+@pytest.fixture
+def runtime_for_web(settings: Settings, nats_client: NatsClient, bus: Bus, redis: Redis) -> Runtime:
+    return Runtime(settings, nats_client, bus, redis, Keys())
 
 
 @pytest.fixture
@@ -114,6 +121,31 @@ class TestDirectRoutes:
             response = await client.get("/hot")
             assert response.status_code == 405
             assert app.state.layers == ["/hot"]
+
+
+class TestKeepAlive:
+    async def test_an_idle_connection_is_closed_after_the_setting(self, runtime_for_web: Runtime) -> None:
+        http = HttpSettings(port=free_port(), keep_alive=timedelta(seconds=1))
+        server = asyncio.create_task(serve(create_app("web", runtime_for_web), http))
+        try:
+            for _ in range(200):
+                try:
+                    reader, writer = await asyncio.open_connection("127.0.0.1", http.port)
+                    break
+                except OSError:
+                    await asyncio.sleep(0.02)
+            writer.write(b"GET /healthz HTTP/1.1\r\nHost: web\r\n\r\n")
+            head = await reader.readuntil(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 200")
+            await reader.readexactly(int(head.split(b"content-length: ")[1].split(b"\r\n")[0]))
+            loop = asyncio.get_running_loop()
+            idle_since = loop.time()
+            assert await asyncio.wait_for(reader.read(), 5) == b"", "the server closed the connection"
+            assert 0.9 <= loop.time() - idle_since < 3
+            writer.close()
+        finally:
+            server.cancel()
+            await asyncio.gather(server, return_exceptions=True)
 
 
 class TestCommandLine:

@@ -698,6 +698,13 @@ class ReviewSettings(BaseModel):
 class HttpSettings(BaseModel):
     host: str = Field(default="127.0.0.1")
     port: int = Field(default=8000, ge=0, le=65535)
+    keep_alive: Duration = Field(
+        default=timedelta(seconds=75),
+        gt=timedelta(0),
+        description="How long an idle client connection stays open. Longer than a load balancer's or "
+        "client's idle timeout (AWS ALB 60 s), so that none of them sends on a connection the "
+        "server is just closing.",
+    )
     health_listener: bool = Field(
         default=True,
         description="`drydock serve` answers /healthz, /readyz and /metrics on host:port for a service "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import socket
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from importlib.metadata import entry_points
@@ -19,7 +20,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 import drydock
-from drydock.config import load_settings
+from drydock.config import HttpSettings, load_settings
 from drydock.errors import describe
 from drydock.runtime import Runtime, open_runtime
 from drydock.telemetry import metrics_response
@@ -133,11 +134,20 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def serve(app: FastAPI, *, host: str, port: int) -> None:
-    """Serve until cancelled, then shut down gracefully; :class:`ListenError` if the address
-    cannot be bound."""
+async def serve(app: FastAPI, http: HttpSettings) -> None:
+    """Serve on ``http.host``:``http.port`` until cancelled, then shut down gracefully;
+    :class:`ListenError` if the address cannot be bound."""
+    host, port = http.host, http.port
     sock = _listen(host, port)
-    server = _EmbeddedServer(uvicorn.Config(app, host=host, port=port, log_config=None, lifespan="on"))
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_config=None,
+        lifespan="on",
+        timeout_keep_alive=math.ceil(http.keep_alive.total_seconds()),
+    )
+    server = _EmbeddedServer(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         await asyncio.shield(task)
@@ -156,7 +166,7 @@ async def run_with_health(name: str, work: Coroutine[Any, Any, None], runtime: R
     ``settings.http.host``:``port``. When either ends, the other is stopped; an error of
     either (a port already in use) is raised."""
     http = runtime.settings.http
-    listener = asyncio.create_task(serve(create_app(name, runtime), host=http.host, port=http.port), name="health")
+    listener = asyncio.create_task(serve(create_app(name, runtime), http), name="health")
     worker = asyncio.create_task(work, name=name)
     try:
         done, _ = await asyncio.wait({listener, worker}, return_when=asyncio.FIRST_COMPLETED)

@@ -47,7 +47,7 @@ async def run(runtime: Runtime) -> None:
     dashboard = Dashboard.from_runtime(runtime)
     http = runtime.settings.http
     try:
-        await serve(create_app("dashboard", runtime, [lambda _: build(dashboard)]), host=http.host, port=http.port)
+        await serve(create_app("dashboard", runtime, [lambda _: build(dashboard)]), http)
     finally:
         await dashboard.aclose()
 

@@ -33,7 +33,7 @@ async def run(runtime: Runtime) -> None:
     http = runtime.settings.http
     _freeze_startup_objects()
     try:
-        await serve(create_app("ingress", runtime, [lambda _: webhook_router(ingress)]), host=http.host, port=http.port)
+        await serve(create_app("ingress", runtime, [lambda _: webhook_router(ingress)]), http)
     finally:
         await ingress.aclose()
 

@@ -7,7 +7,7 @@ from drydock.services import Service
 
 async def run(runtime: Runtime) -> None:
     http = runtime.settings.http
-    await serve(create_app("web", runtime, web_routers()), host=http.host, port=http.port)
+    await serve(create_app("web", runtime, web_routers()), http)
 
 
 def listens(runtime: Runtime) -> str:

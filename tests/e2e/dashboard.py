@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from drydock.config import HttpSettings
 from drydock.http import create_app, serve
 from drydock.infra.embedded import free_port
 from drydock.runtime import Runtime
@@ -39,7 +40,7 @@ async def serving_dashboard(runtime: Runtime) -> AsyncIterator[str]:
     """Serve the dashboard at its public URL until the block ends; yields the URL."""
     url = runtime.settings.dashboard.public_url
     port = int(url.rsplit(":", 1)[1])
-    task = asyncio.create_task(serve(create_app("dashboard", runtime, [router]), host="127.0.0.1", port=port))
+    task = asyncio.create_task(serve(create_app("dashboard", runtime, [router]), HttpSettings(port=port)))
     try:
         async with httpx.AsyncClient(base_url=url) as client:
             for _ in range(400):

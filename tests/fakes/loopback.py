@@ -46,7 +46,13 @@ class LoopbackServer:
         sock.bind(("127.0.0.1", 0))
         self._socket = sock
         config = uvicorn.Config(
-            self._app, log_config=None, lifespan="on" if self._lifespan else "off", access_log=False
+            self._app,
+            log_config=None,
+            lifespan="on" if self._lifespan else "off",
+            access_log=False,
+            # As the services do (DRYDOCK_HTTP_KEEP_ALIVE): longer than httpx's 5 s pool expiry,
+            # so a client never reuses a connection this server is just closing.
+            timeout_keep_alive=75,
         )
         self._server = _Server(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
