@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -29,7 +28,7 @@ from drydock.bus import EventType, RunEvent
 from drydock.bus.subjects import EVENT
 from drydock.models import DrydockChatOpenAI
 from drydock.threads import ids
-from tests.e2e.pipeline import ORG, Stage, pipeline
+from tests.e2e.pipeline import ORG, Stage, pipeline, sandbox_processes
 from tests.e2e.test_github_issue import mention
 from tests.fakes.openai_server import ReceivedRequest, Responder, Script
 
@@ -123,19 +122,6 @@ def rss_kib(pid: int | str = "self") -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0
-
-
-def sandbox_processes(root: Path) -> list[int]:
-    marker = str(root).encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                if marker in Path(f"/proc/{name}/cmdline").read_bytes():
-                    found.append(int(name))
-            except OSError:
-                continue
-    return found
 
 
 async def steps_and_warm_webhooks(root: Path) -> None:

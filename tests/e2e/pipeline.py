@@ -36,6 +36,8 @@ from drydock.infra.embedded import embedded_infrastructure
 from drydock.review.preparation import ANALYZER_HOOKS, REVIEWER_HOOKS
 from drydock.roles import Role
 from drydock.runtime import Runtime, open_runtime
+from drydock.sandbox.providers import create_provider
+from drydock.sandbox.records import SandboxRecords
 from drydock.threads import Inbox
 from drydock.threads.pr_records import PullRequestRecords
 from drydock.tools import ANALYZER_TOOLS, CODER_TOOLS, REVIEWER_TOOLS
@@ -248,6 +250,9 @@ async def pipeline(
             overrides[name] = {**overrides.get(name, {}), **values}
         settings = load_settings(**overrides)
         runtime = await stack.enter_async_context(open_runtime(settings, name="e2e"))
+        # Runs after the workers have stopped: local sandbox daemons outlive the process that
+        # started them (a worker crash must not lose a sandbox), so the stage stops them.
+        stack.push_async_callback(_delete_sandboxes, runtime)
         listening = await stack.enter_async_context(serving(runtime))
         overrides["proxy"] |= {"url": listening.url, "egress_url": listening.egress_url}
         settings = load_settings(**overrides)
@@ -280,6 +285,29 @@ async def pipeline(
             controller = await stack.enter_async_context(controller_service(runtime, owner="e2e-autofix"))
             stack.push_async_callback(_cancel, asyncio.create_task(controller.run(), name="autofix-controller"))
         yield stage
+
+
+def sandbox_processes(root: Path) -> list[int]:
+    """The pids of every process whose command line names ``root`` (the sandbox daemons under it
+    and what they run)."""
+    marker = str(root).encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if marker in Path(f"/proc/{name}/cmdline").read_bytes():
+                    found.append(int(name))
+            except OSError:
+                continue
+    return found
+
+
+async def _delete_sandboxes(runtime: Runtime) -> None:
+    provider = create_provider(runtime.settings, SandboxRecords(runtime.redis, runtime.keys))
+    try:
+        await asyncio.gather(*(provider.delete(handle.id) for handle in await provider.list()))
+    finally:
+        await provider.aclose()
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:

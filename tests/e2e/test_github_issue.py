@@ -12,7 +12,7 @@ from drydock.threads import ids
 from drydock.threads.fields import SANDBOX_ID
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.tools import CODER_TOOLS
-from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, eventually, pipeline
+from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, eventually, pipeline, sandbox_processes
 from tests.fakes.git_server import git, isolated_git_env
 from tests.fakes.github import webhooks
 from tests.fakes.github.activity import activity_of
@@ -114,6 +114,7 @@ class TestMentionToPullRequest:
                 if path.is_file() and not path.is_symlink():
                     content = path.read_bytes()
                     assert not any(token.encode() in content for token in tokens), path
+        assert sandbox_processes(tmp_path / "sandboxes") == [], "the stage stopped its sandboxes"
 
     async def test_a_follow_up_mid_run_is_injected_before_the_next_model_call(self, tmp_path: Path) -> None:
         script = (
