@@ -23,12 +23,8 @@ log = structlog.get_logger(__name__)
 
 
 async def _acknowledge(outbound: Outbound, message: InboxMessage) -> None:
-    channel = message.reply_to.channel
-    if not outbound.configured(channel):
-        log.debug("pickup not acknowledged: channel has no credentials", channel=channel.value)
-        return
     await outbound.acknowledge(message)
-    NOTIFICATIONS.labels(channel.value, "acknowledged").inc()
+    NOTIFICATIONS.labels(message.reply_to.channel.value, "acknowledged").inc()
 
 
 async def _reply(outbound: Outbound, reply: Reply) -> None:
@@ -41,7 +37,8 @@ async def _reply(outbound: Outbound, reply: Reply) -> None:
 
 
 async def notify(outbound: Outbound, acknowledge: list[InboxMessage], replies: list[Reply], within: float) -> None:
-    """Send every acknowledgement and reply concurrently; log the ones that fail."""
+    """Send every acknowledgement (each of a channel with credentials) and reply concurrently;
+    log the ones that fail."""
 
     async def guarded(what: str, channel: str, thread_id: str | None, sending: Coroutine[Any, Any, None]) -> None:
         try:

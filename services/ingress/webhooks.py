@@ -59,13 +59,12 @@ async def handle(ingress: Ingress, request: Request, channel: Channel, reader: R
         outcome = accepted.outcome
         headers = {"Retry-After": RETRY_AFTER_SECONDS} if accepted.status == 503 else None
         background = None
-        if accepted.acknowledge or accepted.replies:
+        # A pickup cannot be acknowledged in a channel without credentials; skipping it here
+        # saves a task per delivery. Replies still go to notify, which logs why they are not sent.
+        acknowledge = [m for m in accepted.acknowledge if ingress.outbound.configured(m.reply_to.channel)]
+        if acknowledge or accepted.replies:
             background = BackgroundTask(
-                notify,
-                ingress.outbound,
-                accepted.acknowledge,
-                accepted.replies,
-                ingress.settings.ingress.outbound_timeout,
+                notify, ingress.outbound, acknowledge, accepted.replies, ingress.settings.ingress.outbound_timeout
             )
         return JSONResponse(accepted.body, accepted.status, headers=headers, background=background)
     except Rejected as rejected:
