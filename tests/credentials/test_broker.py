@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -118,7 +119,7 @@ class TestIssue:
 
 
 class TestRefresh:
-    async def test_mints_a_fresh_token_and_extends_the_grant(
+    async def test_extends_the_grant_and_keeps_a_live_upstream_token(
         self, credentials: ProxyCredentials, tmp_path: Path, thread_id: str
     ) -> None:
         grant = await credentials.issue(
@@ -130,9 +131,25 @@ class TestRefresh:
         await credentials.refresh(grant)
         after = await credentials.vault.get(digest(grant.token))
         assert before is not None
-        assert after is not None
-        assert after.token != before.token
+        assert after == before
         assert (await credentials.grants.resolve(grant.token)).expires_at >= expiry_before
+
+    async def test_mints_anew_an_upstream_token_close_to_expiry(
+        self, credentials: ProxyCredentials, tmp_path: Path, thread_id: str
+    ) -> None:
+        grant = await credentials.issue(
+            handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
+        )
+        assert grant.token is not None
+        issued = await credentials.vault.get(digest(grant.token))
+        assert issued is not None
+        expiring = replace(issued, expires_at=datetime.now(UTC) + timedelta(minutes=1))
+        await credentials.vault.put(digest(grant.token), expiring)
+        await credentials.refresh(grant)
+        after = await credentials.vault.get(digest(grant.token))
+        assert after is not None
+        assert after.token != issued.token
+        assert not after.expires_within(timedelta(minutes=30))
 
     async def test_a_revoked_grant_cannot_be_refreshed(
         self, credentials: ProxyCredentials, tmp_path: Path, thread_id: str

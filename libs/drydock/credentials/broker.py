@@ -111,13 +111,18 @@ class ProxyCredentials:
         )
 
     async def refresh(self, grant: SandboxGrant) -> None:
-        """Extend a live grant and give it a freshly minted upstream token; :class:`GrantError`
+        """Extend a live grant, and mint its upstream token anew if it is missing or close to
+        expiry (the one a warm sandbox's last run used usually has most of its hour left, and a
+        mint is a round trip to GitHub before the run's first model call); :class:`GrantError`
         (:class:`~drydock.credentials.grants.GrantRejected`) if it is unknown, revoked or expired."""
         if grant.token is None:
             raise GrantError(f"sandbox {grant.sandbox_id} holds no grant to refresh")
         await self.grants.extend(grant.token, self._settings.proxy.grant_ttl)
         record = await self.grants.resolve(grant.token)
         if record.repository is None:
+            return
+        stored = await self.vault.get(record.digest)
+        if stored is not None and not stored.expires_within(self._settings.proxy.token_renew_margin):
             return
         await self.vault.put(record.digest, await self._mint(record))
         # A revoke that ran while the token was minted deleted the old one; do not leave the new one behind.
