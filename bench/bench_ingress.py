@@ -28,6 +28,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -48,6 +49,7 @@ THROUGHPUT_TARGET = 1500.0
 P99_TARGET_MS = 25.0
 FIXED_RATE = 500.0
 BELOW_SATURATION = 200.0
+WARMUP = 500
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,7 @@ async def load(url: str, mode: str, count: int, value: float, warmup: int) -> di
 
 
 @contextlib.asynccontextmanager
-async def ingress_process(urls: EmbeddedUrls, prefix: str) -> AsyncIterator[str]:
+async def ingress_process(urls: EmbeddedUrls, prefix: str) -> AsyncIterator[tuple[str, int]]:
     port = free_port()
     environment = {key: value for key, value in os.environ.items() if not key.startswith("DRYDOCK_")} | {
         "DRYDOCK_ENVIRONMENT": "production",
@@ -150,7 +152,7 @@ async def ingress_process(urls: EmbeddedUrls, prefix: str) -> AsyncIterator[str]
                 await asyncio.sleep(0.05)
             else:
                 raise RuntimeError("the ingress did not become ready")
-        yield url
+        yield url, process.pid
     finally:
         process.send_signal(signal.SIGTERM)
         await asyncio.wait_for(process.wait(), 30)
@@ -181,6 +183,12 @@ def _figures(name: str, result: dict[str, Any]) -> Figures:
     if ok != total:
         print(f"  non-200 answers: {result['statuses']}", flush=True)
     return Figures(name, total, result["seconds"], result["latencies"])
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _calibration() -> float:
@@ -218,11 +226,19 @@ async def main() -> None:
             await accounts.save_repository(RepositorySettings(full_name=f"{ORG}/{REPO}"))
         finally:
             await redis.aclose()
-        async with ingress_process(urls, prefix) as url:
+        async with ingress_process(urls, prefix) as (url, pid):
+            cpu_before = cpu_seconds(pid)
             closed = _figures("ingress, 64 connections (closed loop)", await _run_generator(url, "closed", 15000, 64))
+            # The generator's warm-up deliveries count too: they are processed the same way.
+            cpu_per_delivery = (cpu_seconds(pid) - cpu_before) / (closed.count + WARMUP) * 1e6
             report(closed)
             verdict = "met" if closed.throughput >= THROUGHPUT_TARGET else "MISSED"
             print(f"  throughput target >= {THROUGHPUT_TARGET:.0f} req/s: {verdict}", flush=True)
+            print(
+                f"  ingress CPU per delivery: {cpu_per_delivery:.0f} µs "
+                f"(one core's worth: {1e6 / cpu_per_delivery:.0f} req/s on this machine)",
+                flush=True,
+            )
             fixed = await _open_run(url, FIXED_RATE, 10000)
             verdict = "met" if fixed.percentile(99) < P99_TARGET_MS else "MISSED"
             print(f"  p99 target < {P99_TARGET_MS:.0f} ms at {FIXED_RATE:.0f} req/s: {verdict}", flush=True)
@@ -238,7 +254,7 @@ def _cli() -> None:
     parser.add_argument("count", type=int)
     parser.add_argument("value", type=float, help="connections (closed) or requests per second (open)")
     args = parser.parse_args()
-    result = asyncio.run(load(args.url, args.mode, args.count, args.value, warmup=500))
+    result = asyncio.run(load(args.url, args.mode, args.count, args.value, warmup=WARMUP))
     result["statuses"] = {str(status): count for status, count in result["statuses"].items()}
     json.dump(result, sys.stdout)
 

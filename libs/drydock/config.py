@@ -383,6 +383,12 @@ class IngressSettings(BaseModel):
     outbound_timeout: float = Field(
         default=8.0, gt=0, description="Bound on a pickup acknowledgement or reply sent after answering."
     )
+    accept_timeout: Duration = Field(
+        default=timedelta(seconds=8),
+        gt=timedelta(0),
+        description="Bound on making one delivery durable (Redis and JetStream); past it the answer is 503. "
+        "Below GitHub's 10 s webhook timeout, so the sender hears why.",
+    )
 
 
 class ModelSettings(BaseModel):

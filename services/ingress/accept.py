@@ -20,6 +20,7 @@ from drydock.channels.github.client import GithubClient
 from drydock.channels.intents import Delivery
 from drydock.channels.outbound import Outbound
 from drydock.errors import describe
+from drydock.infra.redis import redis_client
 from drydock.runtime import Runtime
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.threads.pr_records import PullRequestRecords
@@ -33,6 +34,9 @@ from services.ingress.metrics import ROUTED
 from services.ingress.routing import Publish, Reply, Route, Routing, Skip
 
 log = structlog.get_logger(__name__)
+
+RELEASE_TIMEOUT = 2.0
+"""Seconds to forget a failed delivery's claim; if Redis does not answer, the claim expires."""
 
 
 @dataclass
@@ -56,21 +60,34 @@ class Ingress:
         self.runtime = runtime
         self.settings = settings
         self.outbound = outbound
-        self._redis = runtime.redis
+        # Its own client without per-command timeouts: :meth:`accept` bounds each delivery as a
+        # whole, and redis-py's timeout per reply and task per send were a twentieth of the CPU.
+        self._own_redis = (
+            redis_client(settings.redis, settings.redis.url, decode_responses=True, socket_timeout=None)
+            if settings.redis.url is not None
+            else None
+        )
+        redis = self._own_redis or runtime.redis
+        self._redis = redis
         self._keys = runtime.keys
         self.deliveries = Deliveries(
-            runtime.redis, runtime.keys, ttl=settings.ingress.dedup_ttl, claim_ttl=settings.ingress.claim_ttl
+            redis,
+            runtime.keys,
+            ttl=settings.ingress.dedup_ttl,
+            claim_ttl=settings.ingress.claim_ttl,
+            write_timeout=settings.ingress.accept_timeout,
         )
-        self.accounts = AccountsStore(runtime.redis, runtime.keys, host=settings.github.host)
-        self.records = PullRequestRecords(runtime.redis, runtime.keys)
+        self.accounts = AccountsStore(redis, runtime.keys, host=settings.github.host)
+        self.records = PullRequestRecords(redis, runtime.keys)
         membership = MembershipCache(
-            runtime.redis, runtime.keys, host=settings.github.host, ttl=settings.ingress.org_membership_ttl
+            redis, runtime.keys, host=settings.github.host, ttl=settings.ingress.org_membership_ttl
         )
         self.routing = Routing(
             self.accounts, Authorizer(membership, github), default_handle=settings.ingress.mention_handle
         )
-        self.dispatcher = Dispatcher(runtime.bus, ThreadMetadataStore(runtime.redis, runtime.keys), self.records)
+        self.dispatcher = Dispatcher(runtime.bus, ThreadMetadataStore(redis, runtime.keys), self.records)
         self._in_flight = asyncio.Semaphore(settings.ingress.max_in_flight)
+        self._deadline = settings.ingress.accept_timeout.total_seconds()
 
     @classmethod
     def from_runtime(cls, runtime: Runtime) -> Ingress:
@@ -80,6 +97,8 @@ class Ingress:
 
     async def aclose(self) -> None:
         await self.outbound.aclose()
+        if self._own_redis is not None:
+            await self._own_redis.aclose()
 
     async def accept(self, delivery: Delivery) -> Accepted:
         """Route a verified delivery. Raises :class:`Unavailable` when it could not be made durable."""
@@ -88,7 +107,11 @@ class Ingress:
         if not self.runtime.nats.is_connected:
             raise Unavailable("message bus not connected")
         async with self._in_flight:
-            return await self._route(delivery)
+            try:
+                async with asyncio.timeout(self._deadline):
+                    return await self._route(delivery)
+            except TimeoutError:
+                raise Unavailable(f"not made durable within {self._deadline:g} s") from None
 
     async def _route(self, delivery: Delivery) -> Accepted:
         channel = delivery.channel.value
@@ -125,7 +148,9 @@ class Ingress:
 
     async def _release(self, channel: str, delivery_id: str) -> None:
         try:
-            await self.deliveries.release(channel, delivery_id)
+            # Bounded on its own: it also runs after the delivery's deadline expired.
+            async with asyncio.timeout(RELEASE_TIMEOUT):
+                await self.deliveries.release(channel, delivery_id)
         except (RedisError, OSError) as error:
             log.warning("delivery claim not released; it expires", delivery_id=delivery_id, error=str(error))
 

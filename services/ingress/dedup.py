@@ -34,9 +34,13 @@ class ClaimResult(StrEnum):
 
 
 class Deliveries:
-    def __init__(self, redis: Redis, keys: Keys, *, ttl: timedelta, claim_ttl: timedelta) -> None:
+    def __init__(
+        self, redis: Redis, keys: Keys, *, ttl: timedelta, claim_ttl: timedelta, write_timeout: timedelta | None = None
+    ) -> None:
+        """``write_timeout`` bounds each group of done marks (for a client without socket timeouts)."""
         self._redis = redis
         self._keys = keys
+        self._write_timeout = write_timeout.total_seconds() if write_timeout is not None else None
         self._ttl_ms = int(ttl.total_seconds() * 1000)
         self._claim_ttl_ms = int(claim_ttl.total_seconds() * 1000)
         self._unwritten: list[tuple[str, asyncio.Future[None]]] = []
@@ -66,7 +70,7 @@ class Deliveries:
         while self._unwritten:
             batch, self._unwritten = self._unwritten, []
             try:
-                async with self._redis.pipeline(transaction=False) as pipe:
+                async with asyncio.timeout(self._write_timeout), self._redis.pipeline(transaction=False) as pipe:
                     for key, _ in batch:
                         pipe.set(key, DONE, px=self._ttl_ms)
                     await pipe.execute()

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import tempfile
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -50,9 +51,33 @@ async def own_servers() -> AsyncIterator[tuple[EmbeddedServer, EmbeddedServer]]:
 
 
 @contextlib.asynccontextmanager
+async def silent_store() -> AsyncIterator[str]:
+    """A Redis URL whose server accepts connections and never answers."""
+    connections: list[asyncio.StreamWriter] = []
+
+    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(writer)
+        while await reader.read(65536):
+            pass
+
+    server = await asyncio.start_server(hold, "127.0.0.1", 0)
+    async with server:
+        yield f"redis://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        for writer in connections:
+            writer.close()
+
+
+@contextlib.asynccontextmanager
 async def ingress_on(
-    settings: Settings, nats: EmbeddedServer, valkey: EmbeddedServer
+    settings: Settings,
+    nats: EmbeddedServer,
+    valkey: EmbeddedServer,
+    *,
+    store: str | None = None,
+    accept_timeout: timedelta | None = None,
 ) -> AsyncIterator[tuple[httpx.AsyncClient, NatsClient, Bus]]:
+    """The ingress on ``nats`` and ``valkey``; ``store`` is another Redis for the ingress's own
+    client (the test's setup still goes to ``valkey``)."""
     own = ingress_settings(settings).model_copy(
         update={
             "nats": settings.nats.model_copy(update={"url": nats.url}),
@@ -61,6 +86,10 @@ async def ingress_on(
     )
     nc = await connect_nats(own.nats, name="ingress-outage-test")
     redis = await connect_redis(own.redis)
+    if store is not None:
+        own = own.model_copy(update={"redis": own.redis.model_copy(update={"url": store})})
+    if accept_timeout is not None:
+        own = own.model_copy(update={"ingress": own.ingress.model_copy(update={"accept_timeout": accept_timeout})})
     bus = Bus(nc, timeout=1.0)
     await provision(bus.js, topology(own.nats))
     keys = Keys("outage")
@@ -74,6 +103,7 @@ async def ingress_on(
         async with LoopbackServer(app, lifespan=True) as server, httpx.AsyncClient(base_url=server.base_url) as client:
             yield client, nc, bus
     finally:
+        await ingress.aclose()
         await redis.aclose()
         await nc.close()
 
@@ -125,3 +155,17 @@ class TestUnavailable:
             assert response.status_code == 503
             assert "store" in response.json()["error"]
             assert await Inbox(bus).read_after(ids.github_issue(HOST, ORG, REPO, 3)) == []
+
+    async def test_a_store_that_never_answers_gets_503_at_the_deadline(self, settings: Settings) -> None:
+        async with (
+            own_servers() as (nats, valkey),
+            silent_store() as store,
+            ingress_on(settings, nats, valkey, store=store, accept_timeout=timedelta(seconds=0.5)) as (client, _, bus),
+        ):
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            response = await send(client, mention(4))
+            assert response.status_code == 503
+            assert response.json()["error"] == "temporarily unavailable: not made durable within 0.5 s"
+            assert loop.time() - started < 2
+            assert await Inbox(bus).read_after(ids.github_issue(HOST, ORG, REPO, 4)) == []

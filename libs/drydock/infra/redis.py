@@ -14,16 +14,23 @@ class StoreUnavailable(RuntimeError):
     """Redis cannot be reached."""
 
 
-def redis_client(settings: RedisSettings, target: str, *, decode_responses: bool) -> Redis:
+def redis_client(
+    settings: RedisSettings, target: str, *, decode_responses: bool, socket_timeout: float | None = 5.0
+) -> Redis:
     """A client on a pool of at most ``settings.max_connections``. The pool blocks: with the
     default pool, the call that finds every connection busy fails at once, which under a burst
-    of concurrent runs fails runs that only needed to wait a millisecond."""
+    of concurrent runs fails runs that only needed to wait a millisecond.
+
+    ``socket_timeout`` bounds each command's send and read (5 s, redis-py's default). ``None``
+    leaves the bound to the caller: redis-py then skips a timeout per reply and a task per send,
+    for a caller that bounds a whole sequence of commands itself (the ingress's deliveries)."""
     pool = BlockingConnectionPool.from_url(
         target,
         max_connections=settings.max_connections,
         timeout=settings.pool_timeout.total_seconds(),
         decode_responses=decode_responses,
         socket_connect_timeout=2.0,
+        socket_timeout=socket_timeout,
         health_check_interval=30,
     )
     return Redis.from_pool(pool)
