@@ -26,6 +26,9 @@ BOT_ID = "B0DRYBOT"
 REACTION_NAMES = frozenset({"eyes", "white_check_mark", "x", "thumbsup", "+1", "rocket", "hourglass"})
 
 
+_TS_SEQUENCE = itertools.count(1)
+
+
 @dataclass
 class PostedMessage:
     channel: str
@@ -44,10 +47,11 @@ class SlackState:
     statuses: dict[tuple[str, str], str] = field(default_factory=dict)
     rate_limited: set[str] = field(default_factory=set)
     """Methods answered with 429 until removed."""
-    _clock: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def next_ts(self) -> str:
-        return f"{int(time.time())}.{next(self._clock):06d}"
+        # One sequence for every fake in the process: like Slack's, a ts is never handed out
+        # twice, so two tests in the same second never share a thread (and its inbox).
+        return f"{int(time.time())}.{next(_TS_SEQUENCE) % 1_000_000:06d}"
 
     def add_message(self, channel: str, text: str, *, user: str = "U0HUMAN", thread_ts: str | None = None) -> str:
         """A message someone posted (the one an event is about); returns its ``ts``."""
