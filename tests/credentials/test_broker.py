@@ -16,7 +16,7 @@ from drydock.credentials import GrantRevoked, NoApp, ProxyCredentials, TokenMint
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.runtime import Runtime
-from drydock.sandbox.credentials import GrantError, SandboxCredentials
+from drydock.sandbox.credentials import GrantError, SandboxCredentials, SandboxGrant
 from tests.credentials.conftest import REPOSITORY
 from tests.credentials.sandbox_side import handle_for
 from tests.fakes.github import FakeGitHub
@@ -119,12 +119,15 @@ class TestIssue:
 
 
 class TestRefresh:
-    async def test_extends_the_grant_and_keeps_a_live_upstream_token(
-        self, credentials: ProxyCredentials, tmp_path: Path, thread_id: str
-    ) -> None:
-        grant = await credentials.issue(
+    @pytest.fixture
+    async def grant(self, credentials: ProxyCredentials, tmp_path: Path, thread_id: str) -> SandboxGrant:
+        return await credentials.issue(
             handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
         )
+
+    async def test_extends_the_grant_and_keeps_a_live_upstream_token(
+        self, credentials: ProxyCredentials, grant: SandboxGrant
+    ) -> None:
         assert grant.token is not None
         before = await credentials.vault.get(digest(grant.token))
         expiry_before = (await credentials.grants.resolve(grant.token)).expires_at
@@ -135,11 +138,8 @@ class TestRefresh:
         assert (await credentials.grants.resolve(grant.token)).expires_at >= expiry_before
 
     async def test_mints_anew_an_upstream_token_close_to_expiry(
-        self, credentials: ProxyCredentials, tmp_path: Path, thread_id: str
+        self, credentials: ProxyCredentials, grant: SandboxGrant
     ) -> None:
-        grant = await credentials.issue(
-            handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
-        )
         assert grant.token is not None
         issued = await credentials.vault.get(digest(grant.token))
         assert issued is not None
@@ -152,11 +152,8 @@ class TestRefresh:
         assert not after.expires_within(timedelta(minutes=30))
 
     async def test_a_revoked_grant_cannot_be_refreshed(
-        self, credentials: ProxyCredentials, tmp_path: Path, thread_id: str
+        self, credentials: ProxyCredentials, grant: SandboxGrant
     ) -> None:
-        grant = await credentials.issue(
-            handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
-        )
         await credentials.revoke(grant)
         with pytest.raises(GrantError, match="revoked"):
             await credentials.refresh(grant)
