@@ -35,9 +35,8 @@ def runtime_for_web(settings: Settings, nats_client: NatsClient, bus: Bus, redis
 
 
 @pytest.fixture
-async def web(settings: Settings, nats_client: NatsClient, bus: Bus, redis: Redis) -> AsyncIterator[httpx.AsyncClient]:
-    runtime = Runtime(settings, nats_client, bus, redis, Keys())
-    async for client in client_for(create_app("web", runtime)):
+async def web(runtime_for_web: Runtime) -> AsyncIterator[httpx.AsyncClient]:
+    async for client in client_for(create_app("web", runtime_for_web)):
         yield client
 
 
@@ -87,7 +86,7 @@ def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 class TestDirectRoutes:
     @pytest.fixture
-    def app(self, settings: Settings, nats_client: NatsClient, bus: Bus, redis: Redis) -> FastAPI:
+    def app(self, runtime_for_web: Runtime) -> FastAPI:
         async def hot(request: Request) -> Response:
             return JSONResponse({"body": (await request.body()).decode()})
 
@@ -96,7 +95,7 @@ class TestDirectRoutes:
             router.routes.append(DirectRoute("/hot", hot, methods=["POST"]))
             return router
 
-        app = create_app("web", Runtime(settings, nats_client, bus, redis, Keys()), [routes])
+        app = create_app("web", runtime_for_web, [routes])
         layers: list[str] = []
 
         @app.middleware("http")

@@ -71,7 +71,7 @@ def create_app(name: str, runtime: Runtime | None = None, routers: list[RouterFa
     """The service's app. Without a runtime, its lifespan opens one from the environment."""
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: _App) -> AsyncIterator[None]:
         if runtime is not None:
             _mount(app, runtime, routers or [])
             yield
@@ -100,12 +100,11 @@ def create_app(name: str, runtime: Runtime | None = None, routers: list[RouterFa
     return app
 
 
-def _mount(app: FastAPI, runtime: Runtime, routers: list[RouterFactory]) -> None:
+def _mount(app: _App, runtime: Runtime, routers: list[RouterFactory]) -> None:
     app.state.runtime = runtime
     for factory in routers:
         router = factory(runtime)
-        if isinstance(app, _App):
-            app.direct.update({route.path: route for route in router.routes if isinstance(route, DirectRoute)})
+        app.direct.update({route.path: route for route in router.routes if isinstance(route, DirectRoute)})
         app.include_router(router)
 
 

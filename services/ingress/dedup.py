@@ -35,12 +35,12 @@ class ClaimResult(StrEnum):
 
 class Deliveries:
     def __init__(
-        self, redis: Redis, keys: Keys, *, ttl: timedelta, claim_ttl: timedelta, write_timeout: timedelta | None = None
+        self, redis: Redis, keys: Keys, *, ttl: timedelta, claim_ttl: timedelta, write_timeout: timedelta
     ) -> None:
         """``write_timeout`` bounds each group of done marks (for a client without socket timeouts)."""
         self._redis = redis
         self._keys = keys
-        self._write_timeout = write_timeout.total_seconds() if write_timeout is not None else None
+        self._write_timeout = write_timeout.total_seconds()
         self._ttl_ms = int(ttl.total_seconds() * 1000)
         self._claim_ttl_ms = int(claim_ttl.total_seconds() * 1000)
         self._unwritten: list[tuple[str, asyncio.Future[None]]] = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import socket
 from collections.abc import Iterator
 from types import TracebackType
@@ -14,6 +15,8 @@ from typing import Self
 
 import uvicorn
 from fastapi import FastAPI
+
+from drydock.config import HttpSettings
 
 
 class _Server(uvicorn.Server):
@@ -52,7 +55,7 @@ class LoopbackServer:
             access_log=False,
             # As the services do (DRYDOCK_HTTP_KEEP_ALIVE): longer than httpx's 5 s pool expiry,
             # so a client never reuses a connection this server is just closing.
-            timeout_keep_alive=75,
+            timeout_keep_alive=math.ceil(HttpSettings().keep_alive.total_seconds()),
         )
         self._server = _Server(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))

@@ -17,8 +17,8 @@ NAMESPACE = uuid.UUID("5f0c6a52-2b1e-5d8a-9a57-64727964636b")
 
 @functools.lru_cache(maxsize=16384)
 def thread_id(key: str) -> str:
-    """The thread id of a canonical key (cached: routing derives the same few ids many times
-    per delivery, and a uuid5 costs a SHA-1 and two object conversions)."""
+    """The thread id of a canonical key (cached: routing derives each delivery's id twice, a
+    follow-up derives its thread's again, and a uuid5 costs a SHA-1 and two conversions)."""
     return str(uuid.uuid5(NAMESPACE, key))
 
 
