@@ -39,6 +39,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from drydock.config import SandboxSettings
+from drydock.infra.cancellation import pause
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.runtime import Runtime
@@ -381,7 +382,7 @@ class SandboxManager:
                     log.info("reaped sandboxes", idle=report.idle, orphaned=report.orphaned)
             except (SandboxError, OSError) as error:
                 log.warning("reaping failed", error=str(error))
-            await asyncio.sleep(interval)
+            await pause(interval)
 
     async def aclose(self) -> None:
         """Close the cached connections; the sandboxes keep running."""

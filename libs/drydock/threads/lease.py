@@ -18,6 +18,7 @@ import structlog
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from drydock.infra.cancellation import pause
 from drydock.infra.redis import Keys
 
 log = structlog.get_logger(__name__)
@@ -121,15 +122,8 @@ class HeldLease:
         ttl = self._leases.ttl.total_seconds()
         interval = ttl / 3
         valid_until = time.monotonic() + ttl
-        this = asyncio.current_task()
         while True:
-            # On Python 3.11 a cancellation that lands just as Redis answers is swallowed (redis-py
-            # sends through asyncio.wait_for, which then returns the result); the task still
-            # counts as cancelled, and without this check it would renew forever while the
-            # block's exit waits for it.
-            if this is not None and this.cancelling():
-                raise asyncio.CancelledError
-            await asyncio.sleep(min(interval, max(0.0, valid_until - time.monotonic())))
+            await pause(min(interval, max(0.0, valid_until - time.monotonic())))
             try:
                 if not await self._leases.renew(lease):
                     break

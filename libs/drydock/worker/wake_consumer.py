@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from drydock.bus import Bus, EventType, RunEvent, Wake
 from drydock.bus.streams import RUNS_STREAM, run_consumer
+from drydock.infra.cancellation import raise_if_cancelling
 from drydock.roles import Role
 
 log = structlog.get_logger(__name__)
@@ -62,13 +63,9 @@ class WakeConsumer:
         """Consume until cancelled; on cancellation hand every unfinished wake back."""
         subscription = await self._bus.js.pull_subscribe_bind(durable=self._durable, stream=self._stream)
         slots = asyncio.Semaphore(self._concurrency)
-        this = asyncio.current_task()
         try:
             while True:
-                # nats-py's fetch can swallow a cancellation that lands inside it (it turns it
-                # into its own timeout); the task still counts as being cancelled, so stop here.
-                if this is not None and this.cancelling():
-                    raise asyncio.CancelledError
+                raise_if_cancelling()
                 await slots.acquire()
                 try:
                     messages = await subscription.fetch(1, timeout=self._fetch_timeout)
