@@ -6,8 +6,11 @@ import re
 import openai
 import pytest
 from langchain_core.messages import AIMessageChunk
-from pydantic import SecretStr
+from langchain_core.tools import StructuredTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel, SecretStr
 
+import drydock.models as module
 from drydock.config import ConfigError, ModelSettings, load_settings
 from drydock.models import (
     BUILTIN_MODELS,
@@ -250,3 +253,45 @@ class TestChatModel:
         assert whole.text == "a streamed answer that spans several chunks"
         assert whole.usage_metadata is not None
         assert whole.usage_metadata["output_tokens"] > 0
+
+
+class TestToolBinding:
+    async def test_bound_tools_reach_the_endpoint_as_langchain_converts_them(self) -> None:
+        class Query(BaseModel):
+            text: str
+
+        async def search(text: str) -> str:
+            return text
+
+        tool = StructuredTool.from_function(coroutine=search, name="search", description="Search.", args_schema=Query)
+        tool.extras = {"defer_loading": True}
+        async with ScriptedModelServer(Script().reply("hello")) as server:
+            models = Models(ModelSettings(base_url=server.base_url, api_key=SecretStr("k"), max_retries=0))
+            await models.chat_model(models.default).bind_tools([tool]).ainvoke("hi")
+
+        (sent,) = server.requests[0].body["tools"]
+        assert sent == {**convert_to_openai_tool(tool), "defer_loading": True}
+
+    def test_a_tool_schema_is_converted_once_for_every_run(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        class Path(BaseModel):
+            path: str
+
+        async def read(path: str) -> str:
+            return path
+
+        conversions: list[str] = []
+
+        def counting(tool: StructuredTool, *, strict: bool | None = None) -> dict[str, object]:
+            conversions.append(tool.name)
+            return convert_to_openai_tool(tool, strict=strict)
+
+        monkeypatch.setattr(module, "convert_to_openai_tool", counting)
+        models = _models()
+        for _ in range(3):
+            # Each run builds its tools anew, over the same argument schema.
+            tool = StructuredTool.from_function(coroutine=read, name="read", description="Read.", args_schema=Path)
+            models.chat_model(models.default).bind_tools([tool])
+        renamed = StructuredTool.from_function(coroutine=read, name="read2", description="Read.", args_schema=Path)
+        models.chat_model(models.default).bind_tools([renamed])
+
+        assert conversions == ["read", "read2"]

@@ -85,6 +85,7 @@ class TestCachedTokenCounter:
             return count_tokens_approximately(messages, **kwargs)
 
         monkeypatch.setattr(module, "count_tokens_approximately", counting)
+        monkeypatch.setattr(CachedTokenCounter, "_tools", {})
         messages = conversation()
         counter = CachedTokenCounter()
         counter(messages, tools=[search, fetch])
@@ -95,6 +96,9 @@ class TestCachedTokenCounter:
         copies = [search.model_copy(), fetch.model_copy()]
         assert counter(messages, tools=copies) == expected(messages, [search, fetch])
         assert len(calls) == first + 1
+        # The next run's counter counts its messages, not the same tools again.
+        assert CachedTokenCounter()(messages, tools=copies) == expected(messages, [search, fetch])
+        assert len(calls) == first + 1 + len(messages)
 
 
 class TestSummarization:

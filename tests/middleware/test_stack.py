@@ -10,6 +10,7 @@ from pathlib import Path
 
 from deepagents import create_deep_agent
 from deepagents.backends import FilesystemBackend
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import ToolMessage
 from langgraph_checkpoint_plainredis import AsyncRedisSaver
 from redis.asyncio import Redis
@@ -109,6 +110,20 @@ class TestOrder:
         expected = tuple(name for number, name, _ in _docstring_list() if number not in ANALYZER_LEAVES_OUT)
         assert expected == ANALYZER_ORDER
         assert tuple(m.name for m in analyzer_middleware(thread_id="t")) == ANALYZER_ORDER
+
+    async def test_no_middleware_adds_graph_steps_to_an_agent_step(self) -> None:
+        """A ``before_model`` or ``after_model`` hook is a graph node, with its own checkpoint,
+        on every agent step; our middleware wraps the model call instead."""
+        async with ScriptedModelServer() as server:
+            coder = coder_middleware(
+                thread_id="t",
+                inbox=_Nothing(),
+                sandbox_failures=_NoFailures(),
+                fallback=chat_model(server, "gpt-5-mini"),
+            )
+        for middleware in [*coder, *reviewer_middleware(thread_id="t"), *analyzer_middleware(thread_id="t")]:
+            for hook in ("before_model", "abefore_model", "after_model", "aafter_model"):
+                assert getattr(type(middleware), hook) is getattr(AgentMiddleware, hook), f"{middleware.name}.{hook}"
 
 
 class TestCoderStack:

@@ -4,14 +4,14 @@ Deep Agents' summarization counts the whole conversation and every tool schema b
 model call. LangChain's ``count_tokens_approximately`` redoes all of it each time, including the
 tools' JSON schemas: about a third of an agent step's own CPU here. This counter gives the same
 numbers (it sums the same per-message approximation and applies the same usage-metadata
-scaling) but counts each message and each tool list once per run.
+scaling) but counts each message once per run and each tool list once per process.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from deepagents.backends.protocol import BackendProtocol
 from deepagents.middleware.summarization import create_summarization_middleware
@@ -20,6 +20,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, MessageLikeRepresentation, convert_to_messages
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool
+
+from drydock.models import tool_identity
 
 SCALE_BOUNDS = (1.0, 1.25)
 """How far the last reply's reported token use may scale the approximation (LangChain's rule)."""
@@ -30,12 +32,15 @@ class CachedTokenCounter:
     with each message's and each tool list's count remembered.
 
     A message is remembered by identity and the length of its content, so a message replaced
-    or edited in place is counted again. One counter serves one run.
+    or edited in place is counted again. One counter serves one run; the tool lists' counts
+    are shared by all runs of the process, since runs build the same tools anew.
     """
+
+    _tools: ClassVar[dict[tuple[Any, ...], tuple[Sequence[Any], int]]] = {}
+    _tools_bound: ClassVar[int] = 256
 
     def __init__(self) -> None:
         self._messages: dict[int, tuple[BaseMessage, int, int]] = {}
-        self._tools: dict[tuple[Any, ...], tuple[Sequence[Any], int]] = {}
 
     def __call__(self, messages: Iterable[MessageLikeRepresentation], *, tools: Sequence[Any] | None = None) -> int:
         converted = convert_to_messages(messages)
@@ -86,16 +91,18 @@ class CachedTokenCounter:
             return known[1]
         # An empty conversation costs nothing, so this is the tools' share alone.
         tokens = count_tokens_approximately([], tools=list(tools))
+        if len(self._tools) >= self._tools_bound:
+            self._tools.clear()
+        # The tools are kept so that the ids in the key are not reused.
         self._tools[key] = (tools, tokens)
         return tokens
 
 
 def _tool_identity(tool: Any) -> Any:
     """What a tool's count depends on. Middleware hands over copies of the same tools on every
-    model call (with the same schema object), so identity alone would never match."""
-    if isinstance(tool, BaseTool):
-        return (type(tool), tool.name, tool.description, id(tool.args_schema))
-    return id(tool)
+    model call, and every run builds them anew (with the same schema objects), so the tool's
+    own identity would never match."""
+    return tool_identity(tool) if isinstance(tool, BaseTool) else id(tool)
 
 
 def summarization(model: BaseChatModel, backend: BackendProtocol) -> AgentMiddleware[Any, Any, Any]:

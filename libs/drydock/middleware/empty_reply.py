@@ -43,15 +43,16 @@ async def _confirm_completion() -> str:
     )
 
 
-def _tools() -> list[BaseTool]:
-    return [
-        StructuredTool.from_function(
-            coroutine=_continue_working, name=CONTINUE, description="Answer to an empty reply: continue the work."
-        ),
-        StructuredTool.from_function(
-            coroutine=_confirm_completion, name=CONFIRM, description="Answer to an empty reply: confirm completion."
-        ),
-    ]
+# Built once: every run binds the same schema objects, so their converted schemas and token
+# counts are computed once per process (see drydock.models.tool_identity).
+_TOOLS: tuple[BaseTool, ...] = (
+    StructuredTool.from_function(
+        coroutine=_continue_working, name=CONTINUE, description="Answer to an empty reply: continue the work."
+    ),
+    StructuredTool.from_function(
+        coroutine=_confirm_completion, name=CONFIRM, description="Answer to an empty reply: confirm completion."
+    ),
+)
 
 
 def _is_empty(message: AIMessage) -> bool:
@@ -92,7 +93,7 @@ class EmptyReplyNudge(AgentMiddleware[AgentState[Any], Any, Any]):
         if max_nudges < 1:
             raise ValueError(f"max_nudges must be at least 1, not {max_nudges}")
         self.max_nudges = max_nudges
-        self.tools = _tools()
+        self.tools = list(_TOOLS)
 
     async def awrap_model_call(
         self,

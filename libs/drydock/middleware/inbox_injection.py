@@ -1,9 +1,13 @@
 """Middleware 5: inject the thread's queued inbox messages before the next model call.
 
-The inbox cursor (the stream sequence of the last injected message) lives in the graph state,
-and the messages and the new cursor are one state update, so they are checkpointed together: a
-message is injected exactly once, also when a run is resumed after a crash. An injected message
-keeps a stable id (``inbox-{seq}``), so even a repeated write could not duplicate it.
+The inbox cursor (the stream sequence of the last injected message) lives in the graph state.
+The injection wraps the model call: the queued messages join the request, and they and the new
+cursor are written with the model's reply, in the model node's one state update, so they are
+checkpointed together: a message is injected exactly once, also when a run is resumed after a
+crash (a call that never finished wrote nothing, and the resumed call injects the messages
+again). An injected message keeps a stable id (``inbox-{seq}``), so even a repeated write could
+not duplicate it. A ``before_model`` hook would do the same at the cost of a graph node, with
+its own checkpoint, on every step.
 
 The worker passes no messages of its own: the first model call of a run injects everything the
 thread received since the last run.
@@ -11,11 +15,19 @@ thread received since the last run.
 
 from __future__ import annotations
 
-from typing import Any, NotRequired
+from collections.abc import Awaitable, Callable
+from typing import Any, NotRequired, cast
 
-from langchain.agents.middleware import AgentMiddleware, AgentState
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    AgentState,
+    ExtendedModelResponse,
+    ModelCallResult,
+    ModelRequest,
+    ModelResponse,
+)
 from langchain_core.messages import HumanMessage
-from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from drydock.bus.envelopes import InboxMessage
 from drydock.middleware.protocols import InboxReader
@@ -37,7 +49,7 @@ def inbox_message_id(seq: int) -> str:
 
 
 class InboxInjection(AgentMiddleware[InboxState, Any, Any]):
-    """Before each model call, appends the messages after ``inbox_cursor`` and advances it."""
+    """At each model call, appends the messages after ``inbox_cursor`` and advances it."""
 
     state_schema = InboxState
 
@@ -46,12 +58,19 @@ class InboxInjection(AgentMiddleware[InboxState, Any, Any]):
         self.inbox = inbox
         self.thread_id = thread_id
 
-    async def abefore_model(self, state: InboxState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        queued = await self.inbox.read_after(self.thread_id, state.get("inbox_cursor", 0))
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelCallResult[Any]:
+        queued = await self.inbox.read_after(self.thread_id, cast(InboxState, request.state).get("inbox_cursor", 0))
         if not queued:
-            return None
+            return await handler(request)
         messages = [
             HumanMessage(content=inbox_message_text(stored.message), id=inbox_message_id(stored.seq))
             for stored in queued
         ]
-        return {"messages": messages, "inbox_cursor": queued[-1].seq}
+        response = await handler(request.override(messages=[*request.messages, *messages]))
+        # In the state the messages come before the reply that answered them.
+        answered = ModelResponse(result=[*messages, *response.result], structured_response=response.structured_response)
+        return ExtendedModelResponse(model_response=answered, command=Command(update={"inbox_cursor": queued[-1].seq}))

@@ -4,15 +4,28 @@ The count is part of the graph state (checkpointed), reset when a run starts, so
 after a crash keeps counting where it was. At the limit the run ends with a stop message
 (:data:`~drydock.middleware.outcome.StopReason.STEP_LIMIT`), which the status indicator and the
 step-limit notice act on.
+
+The check wraps the model call instead of running as a ``before_model`` hook, because every
+hook is a graph node with its own checkpoint: the stop message stands in for the model's reply
+(no tool calls, so the agent ends), and the count is written with the reply.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NotRequired
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, NotRequired, cast
 
-from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    AgentState,
+    ExtendedModelResponse,
+    ModelCallResult,
+    ModelRequest,
+    ModelResponse,
+)
 from langchain.agents.middleware.types import PrivateStateAttr
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from drydock.middleware.outcome import StopReason, stop_message
 
@@ -35,15 +48,17 @@ class ModelCallLimit(AgentMiddleware[ModelCallLimitState, Any, Any]):
     async def abefore_agent(self, state: ModelCallLimitState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         return {"model_calls": 0}
 
-    @hook_config(can_jump_to=["end"])
-    async def abefore_model(self, state: ModelCallLimitState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        if state.get("model_calls", 0) < self.run_limit:
-            return None
-        text = (
-            f"I stopped after {self.run_limit} model calls, the step limit of one run, before the work was "
-            "finished. Reply in this conversation and I will continue from here."
-        )
-        return {"jump_to": "end", "messages": [stop_message(StopReason.STEP_LIMIT, text)]}
-
-    async def aafter_model(self, state: ModelCallLimitState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        return {"model_calls": state.get("model_calls", 0) + 1}
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelCallResult[Any]:
+        calls = cast(ModelCallLimitState, request.state).get("model_calls", 0)
+        if calls >= self.run_limit:
+            text = (
+                f"I stopped after {self.run_limit} model calls, the step limit of one run, before the work was "
+                "finished. Reply in this conversation and I will continue from here."
+            )
+            return stop_message(StopReason.STEP_LIMIT, text)
+        response = await handler(request)
+        return ExtendedModelResponse(model_response=response, command=Command(update={"model_calls": calls + 1}))

@@ -3,11 +3,11 @@ retry against a sandbox that is gone.
 
 A tool call that fails because the sandbox is unreachable (``failure_types``) counts one
 failure in the thread's shared counter (the one the sandbox lifecycle manager also counts
-failed provisioning in); a later successful call of a sandbox tool resets it. Before each model
-call, a count at ``threshold`` trips the breaker: the run ends with a stop message
-(:data:`~drydock.middleware.outcome.StopReason.SANDBOX_FAILURES`) and the conversation it came
-from gets a notice. The next run starts with the count the lifecycle manager left (it resets it
-when it provides a sandbox again).
+failed provisioning in); a later successful call of a sandbox tool resets it. At each model
+call, a count at ``threshold`` trips the breaker: the stop message
+(:data:`~drydock.middleware.outcome.StopReason.SANDBOX_FAILURES`) stands in for the model's
+reply, so the run ends, and the conversation it came from gets a notice. The next run starts
+with the count the lifecycle manager left (it resets it when it provides a sandbox again).
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
-from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelCallResult, ModelRequest, ModelResponse
 from langchain_core.messages import ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from drydock.middleware.outcome import StopReason, stop_message
@@ -60,12 +59,23 @@ class SandboxCircuitBreaker(AgentMiddleware[AgentState[Any], Any, Any]):
         self.failure_types = failure_types
         self.sandbox_tools = sandbox_tools
         self._counted = False
+        self._count: int | None = None
 
-    @hook_config(can_jump_to=["end"])
-    async def abefore_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        count = await self.failures.count(self.thread_id)
+    async def _current(self) -> int:
+        # Read once per run: while the run holds the thread's lease, only this middleware
+        # changes the count (the lifecycle manager counts before the run starts).
+        if self._count is None:
+            self._count = await self.failures.count(self.thread_id)
+        return self._count
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelCallResult[Any]:
+        count = await self._current()
         if count < self.threshold:
-            return None
+            return await handler(request)
         text = SANDBOX_FAILURE_NOTICE.format(count=count)
         log.warning("sandbox circuit breaker tripped", thread_id=self.thread_id, failures=count)
         if self.notifier is not None:
@@ -73,7 +83,7 @@ class SandboxCircuitBreaker(AgentMiddleware[AgentState[Any], Any, Any]):
                 await self.notifier.notify(text)
             except Exception as error:
                 log.warning("sandbox failure notice failed", thread_id=self.thread_id, error=repr(error))
-        return {"jump_to": "end", "messages": [stop_message(StopReason.SANDBOX_FAILURES, text)]}
+        return stop_message(StopReason.SANDBOX_FAILURES, text)
 
     async def awrap_tool_call(
         self,
@@ -84,10 +94,13 @@ class SandboxCircuitBreaker(AgentMiddleware[AgentState[Any], Any, Any]):
             result = await handler(request)
         except self.failure_types:
             count = await self.failures.record(self.thread_id)
+            # Parallel tool calls record concurrently; their answers may arrive out of order.
+            self._count = max(count, self._count or 0)
             self._counted = True
             log.warning("sandbox failure", thread_id=self.thread_id, tool=request.tool_call["name"], failures=count)
             raise
         if self._counted and request.tool_call["name"] in self.sandbox_tools:
             await self.failures.reset(self.thread_id)
             self._counted = False
+            self._count = 0
         return result

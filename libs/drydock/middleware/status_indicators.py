@@ -51,16 +51,13 @@ class StatusIndicators(AgentMiddleware[AgentState[Any], Any, Any]):
         self._shown = None
         return None
 
-    async def abefore_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        if self._shown is not RunStatus.WORKING:
-            await self._show(RunStatus.WORKING)
-        return None
-
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
+        if self._shown is not RunStatus.WORKING:
+            await self._show(RunStatus.WORKING)
         try:
             return await handler(request)
         except GraphBubbleUp:

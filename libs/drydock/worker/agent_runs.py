@@ -12,15 +12,17 @@ messages (for graphs without the inbox middleware), and whether the checkout is 
 
 What a run did is published as run events, which also set the thread's state
 (:mod:`drydock.threads.states`). A stop request (:mod:`drydock.threads.stops`) ends a run between
-graph steps with a ``stopped`` event. Failures a person can act on (no model configured,
-a model choice the catalog rejects, the model endpoint failing for good, a repository that
-cannot be cloned, the sandbox circuit breaker) end the run with a notice in the source
-conversation and an ``error`` event; they are not retried, since retrying cannot fix them.
+graph steps (checked at most every :data:`STOP_POLL` seconds) with a ``stopped`` event. Failures
+a person can act on (no model configured, a model choice the catalog rejects, the model endpoint
+failing for good, a repository that cannot be cloned, the sandbox circuit breaker) end the run
+with a notice in the source conversation and an ``error`` event; they are not retried, since
+retrying cannot fix them.
 Failures of our own infrastructure raise, so the wake is redelivered with backoff.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import shlex
@@ -72,6 +74,8 @@ CIRCUIT_OPEN_NOTICE = (
     "I stopped: my sandbox failed {count} times in a row, so I am not retrying for now. Reply here to try again later."
 )
 RECURSION_LIMIT = 10_000
+STOP_POLL = 0.25
+"""Seconds between two checks for a stop request while a run's steps go by."""
 """Graph steps per run; the model-call limit (middleware 2) ends runs long before this."""
 
 
@@ -338,6 +342,8 @@ class AgentRuns:
         thread_id = config["configurable"]["thread_id"]
         values: dict[str, Any] | None = None
         ran = False
+        clock = asyncio.get_running_loop().time
+        next_stop_check = clock()
         try:
             # A step's checkpoint is written while the next step runs: a crash can lose the steps
             # still being written, and the resumed run repeats them, as it repeats a tool call
@@ -351,7 +357,9 @@ class AgentRuns:
                     ran = True
                     await events.from_update(chunk)
                     # A stop request ends the run between steps; the checkpoint keeps the steps done.
-                    if isinstance(chunk, dict) and chunk.keys() & {"model", "tools"}:
+                    # Fast steps check it only every STOP_POLL seconds: each check is a round trip.
+                    if isinstance(chunk, dict) and chunk.keys() & {"model", "tools"} and clock() >= next_stop_check:
+                        next_stop_check = clock() + STOP_POLL
                         stopped_by = await self.stops.take(thread_id)
                         if stopped_by is not None:
                             return values, stopped_by

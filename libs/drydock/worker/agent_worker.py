@@ -25,6 +25,7 @@ from drydock.runtime import Runtime
 from drydock.sandbox.credentials import NoProxy, SandboxCredentials
 from drydock.sandbox.lifecycle import SandboxManager
 from drydock.sandbox.snapshots import SnapshotStore
+from drydock.telemetry.langsmith import keep_untraced_bookkeeping_inline
 from drydock.threads import Inbox, Leases
 from drydock.worker.agent_runs import AgentRuns, RoleHooks, RunParts
 from drydock.worker.thread_runner import ThreadRunner
@@ -81,6 +82,7 @@ async def agent_worker(
     graph.
     """
     settings = runtime.settings
+    keep_untraced_bookkeeping_inline()
     factory = (manifest or Manifest.load()).graph_factory(role)
     models = Models(settings.models)
     if not models.configured:
