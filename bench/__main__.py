@@ -7,6 +7,8 @@ import importlib
 import sys
 from pathlib import Path
 
+from drydock.cli import event_loop_factory
+
 
 def main(names: list[str]) -> None:
     available = sorted(path.stem.removeprefix("bench_") for path in Path(__file__).parent.glob("bench_*.py"))
@@ -17,7 +19,9 @@ def main(names: list[str]) -> None:
     for name in chosen:
         print(f"== {name}", flush=True)
         module = importlib.import_module(f"bench.bench_{name}")
-        asyncio.run(module.main())
+        # On the services' own event loop, so the figures are those of a deployment.
+        with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+            runner.run(module.main())
 
 
 if __name__ == "__main__":

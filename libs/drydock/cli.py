@@ -69,11 +69,12 @@ def run_until_signalled(main: Coroutine[Any, Any, None]) -> None:
             print("drydock: stopped", file=sys.stderr, flush=True)
 
     # uvloop (installed with uvicorn[standard]) serves HTTP about twice as fast as the default loop.
-    with asyncio.Runner(loop_factory=_uvloop_factory()) as runner:
+    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
         runner.run(wrapper())
 
 
-def _uvloop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop the services run on: uvloop when installed, else asyncio's default."""
     try:
         import uvloop
     except ImportError:

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from drydock.bus import Bus, EventType, RunEvent, Wake
+import pytest
+
+from drydock.bus import Bus, BusUnavailable, EventType, RunEvent, Wake
 from drydock.bus.streams import EVENTS_STREAM
 from drydock.roles import Role
 from drydock.telemetry.tracing import extract_context
@@ -26,3 +28,21 @@ class TestPublish:
         assert RunEvent.model_validate_json(stored.data).type is EventType.STARTED
         carried = trace.get_current_span(extract_context(stored.headers)).get_span_context()
         assert carried.trace_id == span.get_span_context().trace_id
+
+    async def test_events_published_soon_are_stored_in_order_before_a_later_acknowledged_one(
+        self, bus: Bus, thread_id: str
+    ) -> None:
+        soon = [
+            await bus.emit_soon(RunEvent(thread_id=thread_id, run_id="r1", type=EventType.MODEL_CALL, data={"n": n}))
+            for n in range(3)
+        ]
+        last = await bus.emit(RunEvent(thread_id=thread_id, run_id="r1", type=EventType.COMPLETED))
+        await bus.acknowledged(soon)
+        sequences = [future.result().seq for future in soon]
+        assert sequences == sorted(sequences)
+        assert sequences[-1] < last.seq
+
+    async def test_a_publish_no_stream_takes_fails_its_acknowledgement(self, bus: Bus) -> None:
+        pending = await bus.publish_soon("nowhere.stored", RunEvent(thread_id="t", run_id="r", type=EventType.STARTED))
+        with pytest.raises(BusUnavailable, match="not acknowledged"):
+            await bus.acknowledged([pending])

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
+
 import nats
 import structlog
 from nats.aio.client import Client as NatsClient
@@ -68,6 +71,7 @@ class Bus:
 
     def __init__(self, nc: NatsClient, *, timeout: float = 5.0) -> None:
         self.nc = nc
+        self.timeout = timeout
         self.js: JetStreamContext = nc.jetstream(timeout=timeout)
 
     async def publish(
@@ -87,11 +91,36 @@ class Bus:
         except (NatsError, TimeoutError) as error:
             raise BusUnavailable(f"publish to {subject} not acknowledged: {describe(error)}") from None
 
+    async def publish_soon(self, subject: str, envelope: BaseModel) -> asyncio.Future[PubAck]:
+        """Publish without waiting: the future resolves with the stream's acknowledgement.
+
+        Messages published on one connection are stored in the order they were published, so a
+        later acknowledged publish is stored after this one. Await the future (see
+        :meth:`acknowledged`) before counting the message as stored.
+        """
+        try:
+            return await self.js.publish_async(subject, envelope.model_dump_json().encode(), headers=inject_headers({}))
+        except (NatsError, TimeoutError) as error:
+            raise BusUnavailable(f"publish to {subject} not sent: {describe(error)}") from None
+
+    async def acknowledged(self, pending: Sequence[asyncio.Future[PubAck]]) -> None:
+        """Wait for the acknowledgements of ``pending`` publishes, within the bus's timeout."""
+        if not pending:
+            return
+        try:
+            async with asyncio.timeout(self.timeout):
+                await asyncio.gather(*pending)
+        except (NatsError, TimeoutError) as error:
+            raise BusUnavailable(f"{len(pending)} publishes not acknowledged: {describe(error)}") from None
+
     async def wake(self, wake: Wake, *, msg_id: str | None = None) -> PubAck:
         return await self.publish(subjects.run(wake.role, wake.thread_id), wake, msg_id=msg_id)
 
     async def emit(self, event: RunEvent) -> PubAck:
         return await self.publish(subjects.event(event.thread_id, event.type.value), event)
+
+    async def emit_soon(self, event: RunEvent) -> asyncio.Future[PubAck]:
+        return await self.publish_soon(subjects.event(event.thread_id, event.type.value), event)
 
     async def github(self, event: GithubEvent) -> PubAck:
         return await self.publish(subjects.github(event.event), event, msg_id=event.delivery_id)

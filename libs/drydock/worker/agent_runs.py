@@ -38,6 +38,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
+from nats.js.api import PubAck
 
 from drydock.accounts.store import AccountsStore
 from drydock.bus import Bus, EventType, RunEvent
@@ -74,6 +75,8 @@ CIRCUIT_OPEN_NOTICE = (
     "I stopped: my sandbox failed {count} times in a row, so I am not retrying for now. Reply here to try again later."
 )
 RECURSION_LIMIT = 10_000
+PENDING_EVENTS = 64
+"""Step events published at most before their acknowledgements are awaited."""
 STOP_POLL = 0.25
 """Seconds between two checks for a stop request while a run's steps go by."""
 """Graph steps per run; the model-call limit (middleware 2) ends runs long before this."""
@@ -181,6 +184,8 @@ class AgentRuns:
                 await _best_effort(notices, str(ended), bound)
             await events.emit(EventType.ERROR, error=str(ended))
             return await self._cursor_after_unrun(thread_id, config)
+        finally:
+            events.abandon()
 
     def _can_answer(self, scope: ThreadScope) -> bool:
         return self.parts.outbound.configured(scope.reply_to.channel)
@@ -395,18 +400,49 @@ class AgentRuns:
 
 
 class RunEvents:
-    """Publishes a run's events on ``drydock.event.{thread}.{type}``."""
+    """Publishes a run's events on ``drydock.event.{thread}.{type}``.
+
+    The events of each step (model and tool calls) are published without waiting for their
+    acknowledgements, which are awaited before the next acknowledged event (a run's start and
+    end) or once :data:`PENDING_EVENTS` are outstanding: a step does not wait for a round trip
+    per event, and a run does not end before its events are stored.
+    """
 
     def __init__(self, bus: Bus, scope: ThreadScope, states: ThreadStates | None = None) -> None:
         self._bus = bus
         self._scope = scope
         self._states = states
+        self._pending: list[asyncio.Future[PubAck]] = []
+
+    def _event(self, type: EventType, data: dict[str, Any]) -> RunEvent:
+        return RunEvent(thread_id=self._scope.thread_id, run_id=self._scope.run_id, type=type, data=data)
 
     async def emit(self, type: EventType, **data: Any) -> None:
-        event = RunEvent(thread_id=self._scope.thread_id, run_id=self._scope.run_id, type=type, data=data)
+        await self.acknowledged()
+        event = self._event(type, data)
         await self._bus.emit(event)
         if self._states is not None:
             await self._states.observe(event)
+
+    async def emit_soon(self, type: EventType, **data: Any) -> None:
+        """Publish an event that changes no thread state; its acknowledgement is awaited later."""
+        self._pending.append(await self._bus.emit_soon(self._event(type, data)))
+        if len(self._pending) >= PENDING_EVENTS:
+            await self.acknowledged()
+
+    async def acknowledged(self) -> None:
+        """Wait until every event published so far is stored."""
+        pending, self._pending = self._pending, []
+        await self._bus.acknowledged(pending)
+
+    def abandon(self) -> None:
+        """Stop waiting for the acknowledgements still outstanding (after a run that failed)."""
+        for future in self._pending:
+            if not future.done():
+                future.cancel()
+            elif not future.cancelled():
+                future.exception()  # retrieved, so that asyncio does not log it as lost
+        self._pending.clear()
 
     async def from_update(self, update: Any) -> None:
         """Events for one graph step's update: a model call, or the tool calls it answered."""
@@ -416,7 +452,7 @@ class RunEvents:
             for message in _messages(change):
                 if node == "model" and isinstance(message, AIMessage):
                     usage: Mapping[str, Any] = message.usage_metadata or {}
-                    await self.emit(
+                    await self.emit_soon(
                         EventType.MODEL_CALL,
                         tool_calls=[call["name"] for call in message.tool_calls],
                         arguments=[_brief(call["args"]) for call in message.tool_calls],
@@ -425,7 +461,7 @@ class RunEvents:
                         output_tokens=usage.get("output_tokens"),
                     )
                 elif node == "tools" and isinstance(message, ToolMessage):
-                    await self.emit(
+                    await self.emit_soon(
                         EventType.TOOL_CALL, name=message.name, status=message.status, output=message.text[:500]
                     )
 
