@@ -62,8 +62,16 @@ class Ingress:
         self.outbound = outbound
         # Its own client without per-command timeouts: :meth:`accept` bounds each delivery as a
         # whole, and redis-py's timeout per reply and task per send were a twentieth of the CPU.
+        # A delivery holds at most two connections at once (the routing reads, or a new thread's
+        # two writes) and the done marks one more, so the pool never has to make a caller wait.
         self._own_redis = (
-            redis_client(settings.redis, settings.redis.url, decode_responses=True, socket_timeout=None)
+            redis_client(
+                settings.redis,
+                settings.redis.url,
+                decode_responses=True,
+                socket_timeout=None,
+                max_connections=max(settings.redis.max_connections, 2 * settings.ingress.max_in_flight + 1),
+            )
             if settings.redis.url is not None
             else None
         )

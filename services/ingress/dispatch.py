@@ -55,10 +55,15 @@ class Dispatcher:
                     *(self._create(route) for route in new_threads),
                     *(self._records.remember_thread(route.thread_id) for route in new_threads),
                 )
-            await asyncio.gather(
+            work = [
                 *(self._append_then_wake(route) for route in routes),
                 *(self._bus.github(publish.event) for publish in publishes),
-            )
+            ]
+            # Most deliveries have one thing to publish; gathering it would cost a task.
+            if len(work) == 1:
+                await work[0]
+            else:
+                await asyncio.gather(*work)
         except BusUnavailable as error:
             raise Unavailable(f"message bus: {error}") from None
         except (RedisError, OSError) as error:

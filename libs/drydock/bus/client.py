@@ -87,7 +87,11 @@ class Bus:
         if msg_id is not None:
             all_headers[MSG_ID_HEADER] = msg_id
         try:
-            return await self.js.publish(subject, envelope.model_dump_json().encode(), headers=all_headers)
+            # The asynchronous publish with its own wait: the request-reply publish pays a
+            # random reply token and a wait_for per message (a twentieth of the ingress's CPU).
+            async with asyncio.timeout(self.timeout):
+                pending = await self.js.publish_async(subject, envelope.model_dump_json().encode(), headers=all_headers)
+                return await pending
         except (NatsError, TimeoutError) as error:
             raise BusUnavailable(f"publish to {subject} not acknowledged: {describe(error)}") from None
 

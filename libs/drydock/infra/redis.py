@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
 from redis.exceptions import RedisError
 
 from drydock.config import RedisSettings
@@ -15,7 +16,12 @@ class StoreUnavailable(RuntimeError):
 
 
 def redis_client(
-    settings: RedisSettings, target: str, *, decode_responses: bool, socket_timeout: float | None = 5.0
+    settings: RedisSettings,
+    target: str,
+    *,
+    decode_responses: bool,
+    socket_timeout: float | None = 5.0,
+    max_connections: int | None = None,
 ) -> Redis:
     """A client on a pool of at most ``settings.max_connections``. The pool blocks: with the
     default pool, the call that finds every connection busy fails at once, which under a burst
@@ -23,15 +29,24 @@ def redis_client(
 
     ``socket_timeout`` bounds each command's send and read (5 s, redis-py's default). ``None``
     leaves the bound to the caller: redis-py then skips a timeout per reply and a task per send,
-    for a caller that bounds a whole sequence of commands itself (the ingress's deliveries)."""
+    for a caller that bounds a whole sequence of commands itself (the ingress's deliveries).
+
+    ``max_connections`` instead gives a pool that never waits, for a caller whose concurrent
+    commands cannot outnumber it: taking a connection from it costs no timeout and no condition
+    variable (about a twentieth of the ingress's CPU per delivery)."""
+    options: dict[str, Any] = {
+        "decode_responses": decode_responses,
+        "socket_connect_timeout": 2.0,
+        "socket_timeout": socket_timeout,
+        "health_check_interval": 30,
+    }
+    if max_connections is not None:
+        return Redis.from_pool(ConnectionPool.from_url(target, max_connections=max_connections, **options))
     pool = BlockingConnectionPool.from_url(
         target,
         max_connections=settings.max_connections,
         timeout=settings.pool_timeout.total_seconds(),
-        decode_responses=decode_responses,
-        socket_connect_timeout=2.0,
-        socket_timeout=socket_timeout,
-        health_check_interval=30,
+        **options,
     )
     return Redis.from_pool(pool)
 
