@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import uuid
 from pathlib import Path
+from typing import Any
 
 from deepagents import create_deep_agent
 from deepagents.backends import FilesystemBackend
@@ -64,6 +65,14 @@ def _docstring_list() -> list[tuple[int, str, str]]:
     ]
 
 
+async def _whole_coder_list() -> list[AgentMiddleware[Any, Any, Any]]:
+    """The coder's list with every optional member, the fallback model included."""
+    async with ScriptedModelServer() as server:
+        return coder_middleware(
+            thread_id="t", inbox=_Nothing(), sandbox_failures=_NoFailures(), fallback=chat_model(server, "gpt-5-mini")
+        )
+
+
 class _Nothing:
     async def read_after(self, thread_id: str, cursor: int = 0, *, limit: int | None = None) -> list[StoredMessage]:
         return []
@@ -88,14 +97,7 @@ class TestOrder:
         assert tuple(name for _, name, _ in documented) == CODER_ORDER
 
     async def test_the_coder_list_is_built_in_the_documented_order(self) -> None:
-        async with ScriptedModelServer() as server:
-            built = coder_middleware(
-                thread_id="t",
-                inbox=_Nothing(),
-                sandbox_failures=_NoFailures(),
-                fallback=chat_model(server, "gpt-5-mini"),
-            )
-        assert tuple(m.name for m in built) == CODER_ORDER
+        assert tuple(m.name for m in await _whole_coder_list()) == CODER_ORDER
 
     def test_without_a_fallback_model_only_the_fallback_is_left_out(self) -> None:
         built = coder_middleware(thread_id="t", inbox=_Nothing(), sandbox_failures=_NoFailures())
@@ -114,13 +116,7 @@ class TestOrder:
     async def test_no_middleware_adds_graph_steps_to_an_agent_step(self) -> None:
         """A ``before_model`` or ``after_model`` hook is a graph node, with its own checkpoint,
         on every agent step; our middleware wraps the model call instead."""
-        async with ScriptedModelServer() as server:
-            coder = coder_middleware(
-                thread_id="t",
-                inbox=_Nothing(),
-                sandbox_failures=_NoFailures(),
-                fallback=chat_model(server, "gpt-5-mini"),
-            )
+        coder = await _whole_coder_list()
         for middleware in [*coder, *reviewer_middleware(thread_id="t"), *analyzer_middleware(thread_id="t")]:
             for hook in ("before_model", "abefore_model", "after_model", "aafter_model"):
                 assert getattr(type(middleware), hook) is getattr(AgentMiddleware, hook), f"{middleware.name}.{hook}"
