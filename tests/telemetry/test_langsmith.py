@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -46,19 +45,15 @@ class TestUntracedBookkeeping:
         assert executor.submitted >= 2
 
     async def test_untraced_calls_stay_on_the_event_loop(self, executor: CountingExecutor) -> None:
-        keep_untraced_bookkeeping_inline()
+        assert keep_untraced_bookkeeping_inline() is True
         assert await step(2) == (4, threading.get_ident())
         assert executor.submitted == 0
 
-    async def test_traced_calls_keep_the_thread_hand_off(
+    async def test_with_tracing_on_at_start_up_the_thread_hand_off_stays(
         self, executor: CountingExecutor, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        handed_off: list[object] = []
-
-        async def default(ctx: contextvars.Context, func: Callable[..., Any], /, *args: Any) -> Any:
-            handed_off.append(func)
-            return ctx.run(func, *args)
-
         monkeypatch.setattr(module, "tracing_is_enabled", lambda: True)
-        assert await module._inline_while_untraced(default, contextvars.copy_context(), len, "abc") == 3
-        assert handed_off == [len]
+        langsmith.set_runtime_overrides()
+        assert keep_untraced_bookkeeping_inline() is False
+        assert (await step(2))[0] == 4
+        assert executor.submitted >= 2
