@@ -3,7 +3,7 @@ ingress, credential proxy, coder worker, local sandboxes, the scripted model):
 
 1. orchestration overhead per agent step, with an instant model: the time between two model
    requests of one run, which holds the model's HTTP round trip, the middleware, the tool call,
-   the synchronous checkpoint and the run events (target p50 < 10 ms);
+   the checkpoint writes and the run events (target p50 < 10 ms);
 2. webhook to first model call with a warm sandbox: a signed follow-up comment on a thread whose
    sandbox is running, until the model server receives the run's first request (target p50 < 150 ms);
 3. 200 concurrent threads through one worker process with a 200 ms model: every run completes,
