@@ -69,6 +69,9 @@ class TestStepLimit:
             await eventually(lambda: ended_with(stage, EventType.STEP_LIMIT), within=60, what="the step limit")
 
             assert len(stage.model.requests) == 2
+            # The stop message stands in for a third model call; it is not published as one.
+            model_calls = [event for event in await stage.events(THREAD) if event.type is EventType.MODEL_CALL]
+            assert len(model_calls) == 2
             notices = agent_comments(stage)
             assert len(notices) == 1
             assert "step limit" in notices[0]

@@ -75,11 +75,11 @@ CIRCUIT_OPEN_NOTICE = (
     "I stopped: my sandbox failed {count} times in a row, so I am not retrying for now. Reply here to try again later."
 )
 RECURSION_LIMIT = 10_000
+"""Graph steps per run; the model-call limit (middleware 2) ends runs long before this."""
 PENDING_EVENTS = 64
 """Step events published at most before their acknowledgements are awaited."""
 STOP_POLL = 0.25
 """Seconds between two checks for a stop request while a run's steps go by."""
-"""Graph steps per run; the model-call limit (middleware 2) ends runs long before this."""
 
 
 class RunEnded(Exception):
@@ -450,7 +450,8 @@ class RunEvents:
             return
         for node, change in update.items():
             for message in _messages(change):
-                if node == "model" and isinstance(message, AIMessage):
+                # A stop message stands in for a model call that was not made.
+                if node == "model" and isinstance(message, AIMessage) and stop_reason([message]) is None:
                     usage: Mapping[str, Any] = message.usage_metadata or {}
                     await self.emit_soon(
                         EventType.MODEL_CALL,
