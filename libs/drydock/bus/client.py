@@ -83,15 +83,9 @@ class Bus:
         headers: dict[str, str] | None = None,
     ) -> PubAck:
         """Publish and await the stream's acknowledgement; ``msg_id`` de-duplicates in the stream."""
-        all_headers = inject_headers(dict(headers or {}))
-        if msg_id is not None:
-            all_headers[MSG_ID_HEADER] = msg_id
         try:
-            # The asynchronous publish with its own wait: the request-reply publish pays a
-            # random reply token and a wait_for per message (a twentieth of the ingress's CPU).
             async with asyncio.timeout(self.timeout):
-                pending = await self.js.publish_async(subject, envelope.model_dump_json().encode(), headers=all_headers)
-                return await pending
+                return await (await self._send(subject, envelope, msg_id, headers))
         except (NatsError, TimeoutError) as error:
             raise BusUnavailable(f"publish to {subject} not acknowledged: {describe(error)}") from None
 
@@ -103,9 +97,20 @@ class Bus:
         :meth:`acknowledged`) before counting the message as stored.
         """
         try:
-            return await self.js.publish_async(subject, envelope.model_dump_json().encode(), headers=inject_headers({}))
+            return await self._send(subject, envelope, None, None)
         except (NatsError, TimeoutError) as error:
             raise BusUnavailable(f"publish to {subject} not sent: {describe(error)}") from None
+
+    async def _send(
+        self, subject: str, envelope: BaseModel, msg_id: str | None, headers: dict[str, str] | None
+    ) -> asyncio.Future[PubAck]:
+        # JetStream's asynchronous publish, also for acknowledged publishes: the request-reply
+        # publish pays a random reply token and a wait_for per message (a twentieth of the
+        # ingress's CPU).
+        all_headers = inject_headers(dict(headers or {}))
+        if msg_id is not None:
+            all_headers[MSG_ID_HEADER] = msg_id
+        return await self.js.publish_async(subject, envelope.model_dump_json().encode(), headers=all_headers)
 
     async def acknowledged(self, pending: Sequence[asyncio.Future[PubAck]]) -> None:
         """Wait for the acknowledgements of ``pending`` publishes, within the bus's timeout."""
