@@ -19,9 +19,8 @@ from datetime import timedelta
 from enum import StrEnum
 
 from redis.asyncio import Redis
-from redis.asyncio.client import Pipeline
 
-from drydock.infra.redis import Keys
+from drydock.infra.redis import Batch, Keys, Queue
 
 PENDING = "pending"
 DONE = "done"
@@ -46,14 +45,14 @@ class Deliveries:
         self._unwritten: list[tuple[str, asyncio.Future[None]]] = []
         self._writer: asyncio.Task[None] | None = None
 
-    def queue_claim(self, pipe: Pipeline, channel: str, delivery_id: str) -> None:
+    def queue_claim(self, pipe: Queue, channel: str, delivery_id: str) -> None:
         """Queue the claim; decode its reply with :func:`claim_result`."""
         pipe.set(self._keys.delivery(channel, delivery_id), PENDING, nx=True, px=self._claim_ttl_ms, get=True)
 
     async def claim(self, channel: str, delivery_id: str) -> ClaimResult:
-        async with self._redis.pipeline(transaction=False) as pipe:
-            self.queue_claim(pipe, channel, delivery_id)
-            (reply,) = await pipe.execute()
+        batch = Batch(self._redis)
+        self.queue_claim(batch, channel, delivery_id)
+        (reply,) = await batch.execute()
         return claim_result(reply)
 
     async def done(self, channel: str, delivery_id: str) -> None:
@@ -70,10 +69,11 @@ class Deliveries:
         while self._unwritten:
             batch, self._unwritten = self._unwritten, []
             try:
-                async with asyncio.timeout(self._write_timeout), self._redis.pipeline(transaction=False) as pipe:
-                    for key, _ in batch:
-                        pipe.set(key, DONE, px=self._ttl_ms)
-                    await pipe.execute()
+                marks = Batch(self._redis)
+                for key, _ in batch:
+                    marks.set(key, DONE, px=self._ttl_ms)
+                async with asyncio.timeout(self._write_timeout):
+                    await marks.execute()
             except BaseException as error:
                 for _, written in batch:
                     if not written.done():

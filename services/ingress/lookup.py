@@ -4,6 +4,7 @@ durable PR records and branch indexes, and whether candidate threads exist."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,9 +12,14 @@ from typing import Any
 from redis.asyncio import Redis
 
 from drydock.accounts import AccountsStore, Provider, RepositorySettings, TeamDefaults
-from drydock.infra.redis import Keys
+from drydock.infra.redis import Batch, Keys, Queue
 from drydock.threads.pr_records import PullRequestRecords
 from services.ingress.dedup import ClaimResult, Deliveries, claim_result
+
+# Parsed once per distinct stored JSON: the records are frozen, and a changed setting is a new
+# string, so this saves a validation per delivery without ever answering from a stale value.
+_team = functools.lru_cache(maxsize=16)(TeamDefaults.from_json)
+_repository = functools.lru_cache(maxsize=1024)(RepositorySettings.from_json)
 
 
 @dataclass(frozen=True)
@@ -53,11 +59,11 @@ class LookupBatch:
         self._accounts = accounts
         self._records = records
         self._host = accounts.host
-        self._steps: list[tuple[Callable[[Any], None], Callable[[Lookup, Any], None]]] = []
+        self._steps: list[tuple[Callable[[Queue], object], Callable[[Lookup, Any], None]]] = []
         self._seen: set[tuple[str, ...]] = set()
 
     def _add(
-        self, identity: tuple[str, ...], queue: Callable[[Any], None], store: Callable[[Lookup, Any], None]
+        self, identity: tuple[str, ...], queue: Callable[[Queue], object], store: Callable[[Lookup, Any], None]
     ) -> None:
         if identity not in self._seen:
             self._seen.add(identity)
@@ -73,7 +79,7 @@ class LookupBatch:
 
     def repository(self, full_name: str) -> None:
         def store(lookup: Lookup, reply: Any) -> None:
-            lookup.repositories[full_name.lower()] = RepositorySettings.from_json(reply)
+            lookup.repositories[full_name.lower()] = _repository(reply)
 
         self._add(("repo", full_name.lower()), lambda p: self._accounts.queue_repository(p, full_name), store)
 
@@ -122,13 +128,13 @@ class LookupBatch:
 
     async def execute(self, channel: str, delivery_id: str) -> Lookup:
         """Claim the delivery and run every read; one round trip."""
-        async with self._redis.pipeline(transaction=False) as pipe:
-            self._deliveries.queue_claim(pipe, channel, delivery_id)
-            self._accounts.queue_team(pipe)
-            for queue, _ in self._steps:
-                queue(pipe)
-            replies = await pipe.execute()
-        lookup = Lookup(claim=claim_result(replies[0]), team=TeamDefaults.from_json(replies[1]))
+        batch = Batch(self._redis)
+        self._deliveries.queue_claim(batch, channel, delivery_id)
+        self._accounts.queue_team(batch)
+        for queue, _ in self._steps:
+            queue(batch)
+        replies = await batch.execute()
+        lookup = Lookup(claim=claim_result(replies[0]), team=_team(replies[1]))
         for (_, store), reply in zip(self._steps, replies[2:], strict=True):
             store(lookup, reply)
         return lookup

@@ -21,7 +21,7 @@ from drydock.accounts.models import (
     UserProfile,
     repository_name,
 )
-from drydock.infra.redis import Keys
+from drydock.infra.redis import Keys, Queue
 
 # KEYS: the link, the user's accounts. ARGV: user id, "provider:external id".
 # Returns the user the account was already linked to ('' when it was free, or now linked).
@@ -101,7 +101,7 @@ class AccountsStore:
         """The Drydock user an external account is linked to."""
         return cast(str | None, await self._redis.get(self._keys.account_link(provider, _external_id(external_id))))
 
-    def queue_user_for(self, pipe: Pipeline, provider: Provider, external_id: str) -> None:
+    def queue_user_for(self, pipe: Queue, provider: Provider, external_id: str) -> None:
         pipe.get(self._keys.account_link(provider, _external_id(external_id)))
 
     async def accounts_of(self, user_id: str) -> list[tuple[Provider, str]]:
@@ -145,7 +145,7 @@ class AccountsStore:
     async def team(self) -> TeamDefaults:
         return TeamDefaults.from_json(cast(str | None, await self._redis.get(self._keys.team())))
 
-    def queue_team(self, pipe: Pipeline) -> None:
+    def queue_team(self, pipe: Queue) -> None:
         pipe.get(self._keys.team())
 
     async def save_team(self, team: TeamDefaults) -> None:
@@ -158,7 +158,7 @@ class AccountsStore:
         key = self._keys.repository(self.host, repository_name(full_name))
         return RepositorySettings.from_json(cast(str | None, await self._redis.get(key)))
 
-    def queue_repository(self, pipe: Pipeline, full_name: str) -> None:
+    def queue_repository(self, pipe: Queue, full_name: str) -> None:
         pipe.get(self._keys.repository(self.host, repository_name(full_name)))
 
     async def save_repository(self, settings: RepositorySettings) -> None:

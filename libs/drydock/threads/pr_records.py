@@ -18,7 +18,7 @@ from typing import cast
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
-from drydock.infra.redis import Keys
+from drydock.infra.redis import Keys, Queue
 from drydock.threads.ids import short_id
 
 BRANCH_PREFIX = "drydock/"
@@ -105,11 +105,11 @@ class PullRequestRecords:
         raw = cast(dict[str, str], await self._redis.hgetall(self._keys.pr_record(host, repository, number)))
         return PullRequestRecord.from_hash(raw)
 
-    def queue_thread_for(self, pipe: Pipeline, host: str, repository: str, number: int) -> None:
+    def queue_thread_for(self, pipe: Queue, host: str, repository: str, number: int) -> None:
         """Queue the lookup of the creating thread; the reply is the thread id or ``None``."""
         pipe.hget(self._keys.pr_record(host, repository, number), "thread_id")
 
-    def queue_thread_for_branch(self, pipe: Pipeline, host: str, repository: str, branch: str) -> None:
+    def queue_thread_for_branch(self, pipe: Queue, host: str, repository: str, branch: str) -> None:
         """Queue the branch index lookup; the reply is the thread id or ``None``."""
         pipe.get(self._keys.pr_branch(host, repository, branch.removeprefix("refs/heads/")))
 
