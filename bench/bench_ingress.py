@@ -10,8 +10,12 @@ asyncio + aiohttp). Two runs:
 - fixed rate: an open loop at 500 requests/s (and at 200 for comparison); latency is measured
   from each request's scheduled time, so queueing delay counts (no coordinated omission).
 
+The closed loop runs in three rounds on the same ingress process and the throughput verdict
+is the median round's: on a shared VM the same code's cost per delivery moves by a third or
+more within minutes, and one round would report the VM's phase as much as the code.
+
 Targets: at least 1,500 requests/s; p99 below 25 ms at 500 requests/s.
-Run: ``pdm run python -m bench ingress``.
+Run: ``pdm run bench ingress``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import aiohttp
 
 from bench.harness import Figures, report
 from drydock.accounts import AccountsStore, RepositorySettings, TeamDefaults
+from drydock.cli import event_loop_factory
 from drydock.config import load_settings
 from drydock.infra.embedded import EmbeddedUrls, embedded_infrastructure, free_port
 from drydock.infra.redis import Keys, connect_redis
@@ -50,6 +55,9 @@ P99_TARGET_MS = 25.0
 FIXED_RATE = 500.0
 BELOW_SATURATION = 200.0
 WARMUP = 500
+CLOSED_ROUNDS = 3
+CLOSED_REQUESTS = 10000
+CONNECTIONS = 64
 
 
 @dataclass(frozen=True)
@@ -59,13 +67,15 @@ class Prepared:
     body: bytes
 
 
-def prepare(count: int, seed: str) -> list[Prepared]:
-    """``count`` distinct signed deliveries of about 8 KB, spread over ``ISSUES`` issues."""
+def prepare(count: int, seed: str, first_issue: int) -> list[Prepared]:
+    """``count`` distinct signed deliveries of about 8 KB, spread over ``ISSUES`` issues from
+    ``first_issue`` on (each run of the generator gets issues of its own, so every run starts
+    as many threads)."""
     filler = ("The flaky test in tests/test_api.py fails about once in twenty runs on CI. " * 200)[:BODY_BYTES]
     prepared = []
     for index in range(count):
         text = f"@drydock please take a look ({seed}-{index}).\n\n{filler}"
-        payload = webhooks.issue_comment(ORG, REPO, 1 + index % ISSUES, text, association="MEMBER")
+        payload = webhooks.issue_comment(ORG, REPO, first_issue + index % ISSUES, text, association="MEMBER")
         request = signing.github(SECRET, "issue_comment", payload)
         prepared.append(Prepared(request.path, request.headers, request.body))
     return prepared
@@ -117,9 +127,9 @@ async def _open_loop(url: str, requests: list[Prepared], rate: float) -> dict[st
     return {"seconds": seconds, "latencies": latencies, "statuses": statuses}
 
 
-async def load(url: str, mode: str, count: int, value: float, warmup: int) -> dict[str, Any]:
+async def load(url: str, mode: str, count: int, value: float, first_issue: int, warmup: int) -> dict[str, Any]:
     """The load generator (run in its own process): prepare, warm up, then measure."""
-    requests = prepare(count + warmup, uuid.uuid4().hex[:8])
+    requests = prepare(count + warmup, uuid.uuid4().hex[:8], first_issue)
     await _closed_loop(url, requests[:warmup], 16)
     if mode == "closed":
         return await _closed_loop(url, requests[warmup:], int(value))
@@ -158,7 +168,8 @@ async def ingress_process(urls: EmbeddedUrls, prefix: str) -> AsyncIterator[tupl
         await asyncio.wait_for(process.wait(), 30)
 
 
-async def _run_generator(url: str, mode: str, count: int, value: float) -> dict[str, Any]:
+async def _run_generator(url: str, mode: str, count: int, value: float, run: int) -> dict[str, Any]:
+    """Run ``run`` (from 0) of the load generator; each run comments on issues of its own."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -168,6 +179,7 @@ async def _run_generator(url: str, mode: str, count: int, value: float) -> dict[
         mode,
         str(count),
         str(value),
+        str(1 + run * ISSUES),
         stdout=asyncio.subprocess.PIPE,
     )
     output, _ = await process.communicate()
@@ -203,8 +215,8 @@ def _calibration() -> float:
     return best
 
 
-async def _open_run(url: str, rate: float, count: int) -> Figures:
-    fixed = _figures(f"ingress, {rate:.0f} req/s (open loop)", await _run_generator(url, "open", count, rate))
+async def _open_run(url: str, rate: float, count: int, run: int) -> Figures:
+    fixed = _figures(f"ingress, {rate:.0f} req/s (open loop)", await _run_generator(url, "open", count, rate, run))
     report(fixed)
     print(
         f"  achieved {fixed.throughput:.1f} req/s, max {max(fixed.latencies_ms):.1f} ms, "
@@ -212,6 +224,22 @@ async def _open_run(url: str, rate: float, count: int) -> Figures:
         flush=True,
     )
     return fixed
+
+
+async def _closed_round(url: str, pid: int, round_number: int) -> Figures:
+    """Round ``round_number`` (from 1) of the closed loop; it is the generator's run of that number."""
+    cpu_before = cpu_seconds(pid)
+    name = f"ingress, {CONNECTIONS} connections, round {round_number}"
+    closed = _figures(name, await _run_generator(url, "closed", CLOSED_REQUESTS, CONNECTIONS, round_number))
+    # The generator's warm-up deliveries count too: they are processed the same way.
+    cpu_per_delivery = (cpu_seconds(pid) - cpu_before) / (closed.count + WARMUP) * 1e6
+    report(closed)
+    print(
+        f"  ingress CPU per delivery: {cpu_per_delivery:.0f} µs "
+        f"(one core's worth: {1e6 / cpu_per_delivery:.0f} req/s on this machine)",
+        flush=True,
+    )
+    return closed
 
 
 async def main() -> None:
@@ -227,23 +255,21 @@ async def main() -> None:
         finally:
             await redis.aclose()
         async with ingress_process(urls, prefix) as (url, pid):
-            cpu_before = cpu_seconds(pid)
-            closed = _figures("ingress, 64 connections (closed loop)", await _run_generator(url, "closed", 15000, 64))
-            # The generator's warm-up deliveries count too: they are processed the same way.
-            cpu_per_delivery = (cpu_seconds(pid) - cpu_before) / (closed.count + WARMUP) * 1e6
-            report(closed)
-            verdict = "met" if closed.throughput >= THROUGHPUT_TARGET else "MISSED"
-            print(f"  throughput target >= {THROUGHPUT_TARGET:.0f} req/s: {verdict}", flush=True)
+            rounds = [await _closed_round(url, pid, number) for number in range(1, CLOSED_ROUNDS + 1)]
+            throughputs = sorted(figures.throughput for figures in rounds)
+            median = statistics.median(throughputs)
+            verdict = "met" if median >= THROUGHPUT_TARGET else "MISSED"
             print(
-                f"  ingress CPU per delivery: {cpu_per_delivery:.0f} µs "
-                f"(one core's worth: {1e6 / cpu_per_delivery:.0f} req/s on this machine)",
+                f"  closed loop, median of {CLOSED_ROUNDS} rounds: {median:.1f} req/s "
+                f"(rounds {throughputs[0]:.0f} to {throughputs[-1]:.0f}); "
+                f"throughput target >= {THROUGHPUT_TARGET:.0f} req/s: {verdict}",
                 flush=True,
             )
-            fixed = await _open_run(url, FIXED_RATE, 10000)
+            fixed = await _open_run(url, FIXED_RATE, 10000, run=CLOSED_ROUNDS + 1)
             verdict = "met" if fixed.percentile(99) < P99_TARGET_MS else "MISSED"
             print(f"  p99 target < {P99_TARGET_MS:.0f} ms at {FIXED_RATE:.0f} req/s: {verdict}", flush=True)
             print(f"  below saturation, for comparison ({BELOW_SATURATION:.0f} req/s; not a target):", flush=True)
-            await _open_run(url, BELOW_SATURATION, 4000)
+            await _open_run(url, BELOW_SATURATION, 4000, run=CLOSED_ROUNDS + 2)
 
 
 def _cli() -> None:
@@ -253,8 +279,11 @@ def _cli() -> None:
     parser.add_argument("mode", choices=["closed", "open"])
     parser.add_argument("count", type=int)
     parser.add_argument("value", type=float, help="connections (closed) or requests per second (open)")
+    parser.add_argument("first_issue", type=int, help="the first of the run's issue numbers")
     args = parser.parse_args()
-    result = asyncio.run(load(args.url, args.mode, args.count, args.value, warmup=WARMUP))
+    # On uvloop, as the services and the other benchmarks run: the generator shares the cores.
+    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+        result = runner.run(load(args.url, args.mode, args.count, args.value, args.first_issue, warmup=WARMUP))
     result["statuses"] = {str(status): count for status, count in result["statuses"].items()}
     json.dump(result, sys.stdout)
 

@@ -20,7 +20,7 @@ from drydock.channels.github.client import GithubClient
 from drydock.channels.intents import Delivery
 from drydock.channels.outbound import Outbound
 from drydock.errors import describe
-from drydock.infra.redis import redis_client
+from drydock.infra.redis import BatchConnections, redis_client
 from drydock.runtime import Runtime
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.threads.pr_records import PullRequestRecords
@@ -62,8 +62,9 @@ class Ingress:
         self.outbound = outbound
         # Its own client without per-command timeouts: :meth:`accept` bounds each delivery as a
         # whole, and redis-py's timeout per reply and task per send were a twentieth of the CPU.
-        # A delivery holds at most two connections at once (the routing reads, or a new thread's
-        # two writes) and the done marks one more, so the pool never has to make a caller wait.
+        # Its batches (the routing reads, the done marks) have connections of their own; of the
+        # pool's a delivery holds at most two at once (a new thread's two writes), so the pool
+        # never has to make a caller wait.
         self._own_redis = (
             redis_client(
                 settings.redis,
@@ -76,10 +77,11 @@ class Ingress:
             else None
         )
         redis = self._own_redis or runtime.redis
-        self._redis = redis
+        self._batches = BatchConnections(redis)
         self._keys = runtime.keys
         self.deliveries = Deliveries(
             redis,
+            self._batches,
             runtime.keys,
             ttl=settings.ingress.dedup_ttl,
             claim_ttl=settings.ingress.claim_ttl,
@@ -105,6 +107,7 @@ class Ingress:
 
     async def aclose(self) -> None:
         await self.outbound.aclose()
+        await self._batches.aclose()
         if self._own_redis is not None:
             await self._own_redis.aclose()
 
@@ -123,7 +126,7 @@ class Ingress:
 
     async def _route(self, delivery: Delivery) -> Accepted:
         channel = delivery.channel.value
-        batch = LookupBatch(self._redis, self._keys, self.deliveries, self.accounts, self.records)
+        batch = LookupBatch(self._batches, self._keys, self.deliveries, self.accounts, self.records)
         for intent in delivery.intents:
             routing.queue_reads(batch, intent)
         try:

@@ -20,7 +20,7 @@ from enum import StrEnum
 
 from redis.asyncio import Redis
 
-from drydock.infra.redis import Batch, Keys, Queue
+from drydock.infra.redis import Batch, BatchConnections, Keys, Queue
 
 PENDING = "pending"
 DONE = "done"
@@ -34,10 +34,18 @@ class ClaimResult(StrEnum):
 
 class Deliveries:
     def __init__(
-        self, redis: Redis, keys: Keys, *, ttl: timedelta, claim_ttl: timedelta, write_timeout: timedelta
+        self,
+        redis: Redis,
+        batches: BatchConnections,
+        keys: Keys,
+        *,
+        ttl: timedelta,
+        claim_ttl: timedelta,
+        write_timeout: timedelta,
     ) -> None:
         """``write_timeout`` bounds each group of done marks (for a client without socket timeouts)."""
         self._redis = redis
+        self._batches = batches
         self._keys = keys
         self._write_timeout = write_timeout.total_seconds()
         self._ttl_ms = int(ttl.total_seconds() * 1000)
@@ -48,12 +56,6 @@ class Deliveries:
     def queue_claim(self, pipe: Queue, channel: str, delivery_id: str) -> None:
         """Queue the claim; decode its reply with :func:`claim_result`."""
         pipe.set(self._keys.delivery(channel, delivery_id), PENDING, nx=True, px=self._claim_ttl_ms, get=True)
-
-    async def claim(self, channel: str, delivery_id: str) -> ClaimResult:
-        batch = Batch(self._redis)
-        self.queue_claim(batch, channel, delivery_id)
-        (reply,) = await batch.execute()
-        return claim_result(reply)
 
     async def done(self, channel: str, delivery_id: str) -> None:
         """Every publish of the delivery was acknowledged: remember it for the full TTL.
@@ -69,7 +71,7 @@ class Deliveries:
         while self._unwritten:
             batch, self._unwritten = self._unwritten, []
             try:
-                marks = Batch(self._redis)
+                marks = Batch(self._batches)
                 for key, _ in batch:
                     marks.set(key, DONE, px=self._ttl_ms)
                 async with asyncio.timeout(self._write_timeout):

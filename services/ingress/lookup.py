@@ -9,10 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from redis.asyncio import Redis
-
 from drydock.accounts import AccountsStore, Provider, RepositorySettings, TeamDefaults
-from drydock.infra.redis import Batch, Keys, Queue
+from drydock.infra.redis import Batch, BatchConnections, Keys, Queue
 from drydock.threads.pr_records import PullRequestRecords
 from services.ingress.dedup import ClaimResult, Deliveries, claim_result
 
@@ -51,9 +49,14 @@ class LookupBatch:
     """Collects reads, then runs them with the claim in a single pipeline (:meth:`execute`)."""
 
     def __init__(
-        self, redis: Redis, keys: Keys, deliveries: Deliveries, accounts: AccountsStore, records: PullRequestRecords
+        self,
+        batches: BatchConnections,
+        keys: Keys,
+        deliveries: Deliveries,
+        accounts: AccountsStore,
+        records: PullRequestRecords,
     ) -> None:
-        self._redis = redis
+        self._batches = batches
         self._keys = keys
         self._deliveries = deliveries
         self._accounts = accounts
@@ -128,7 +131,7 @@ class LookupBatch:
 
     async def execute(self, channel: str, delivery_id: str) -> Lookup:
         """Claim the delivery and run every read; one round trip."""
-        batch = Batch(self._redis)
+        batch = Batch(self._batches)
         self._deliveries.queue_claim(batch, channel, delivery_id)
         self._accounts.queue_team(batch)
         for queue, _ in self._steps:
