@@ -119,9 +119,10 @@ class BatchConnections:
 
 class Batch:
     """Commands written in one packet and answered in order, as a pipeline without a
-    transaction, for the hottest lookups (the ingress's). A redis-py pipeline of the ingress's
-    six reads took 146 µs of CPU here, this 65 µs: its per-command argument wrappers, retry,
-    reply callbacks and reset are skipped, and hiredis packs.
+    transaction, for the hottest lookups (the ingress's). For the ingress's six commands a
+    redis-py pipeline costs 145 to 182 µs of CPU here and this 63 to 68 µs (``pdm run bench
+    redis_batch``): its per-command argument wrappers, retry, reply callbacks, reset and pool
+    bookkeeping are skipped, and hiredis packs.
 
     Replies are the server's, decoded as the client decodes (a ``set`` answers ``"OK"``, or
     with ``get`` the previous value)."""
