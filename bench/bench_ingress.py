@@ -227,10 +227,10 @@ async def _open_run(url: str, rate: float, count: int, run: int) -> Figures:
 
 
 async def _closed_round(url: str, pid: int, round_number: int) -> Figures:
-    """Round ``round_number`` (from 1) of the closed loop; it is the generator's run of that number."""
+    """Round ``round_number`` (from 1) of the closed loop: the generator's run ``round_number - 1``."""
     cpu_before = cpu_seconds(pid)
     name = f"ingress, {CONNECTIONS} connections, round {round_number}"
-    closed = _figures(name, await _run_generator(url, "closed", CLOSED_REQUESTS, CONNECTIONS, round_number))
+    closed = _figures(name, await _run_generator(url, "closed", CLOSED_REQUESTS, CONNECTIONS, round_number - 1))
     # The generator's warm-up deliveries count too: they are processed the same way.
     cpu_per_delivery = (cpu_seconds(pid) - cpu_before) / (closed.count + WARMUP) * 1e6
     report(closed)
@@ -265,11 +265,11 @@ async def main() -> None:
                 f"throughput target >= {THROUGHPUT_TARGET:.0f} req/s: {verdict}",
                 flush=True,
             )
-            fixed = await _open_run(url, FIXED_RATE, 10000, run=CLOSED_ROUNDS + 1)
+            fixed = await _open_run(url, FIXED_RATE, 10000, run=CLOSED_ROUNDS)
             verdict = "met" if fixed.percentile(99) < P99_TARGET_MS else "MISSED"
             print(f"  p99 target < {P99_TARGET_MS:.0f} ms at {FIXED_RATE:.0f} req/s: {verdict}", flush=True)
             print(f"  below saturation, for comparison ({BELOW_SATURATION:.0f} req/s; not a target):", flush=True)
-            await _open_run(url, BELOW_SATURATION, 4000, run=CLOSED_ROUNDS + 2)
+            await _open_run(url, BELOW_SATURATION, 4000, run=CLOSED_ROUNDS + 1)
 
 
 def _cli() -> None:

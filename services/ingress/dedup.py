@@ -9,7 +9,7 @@ sender's retry is processed, and the stream's ``Nats-Msg-Id`` window drops anyth
 already stored.
 
 Done marks are group-committed: the marks of deliveries finishing together are written in
-one pipeline, and each request still waits for its own mark before answering.
+one batch, and each request still waits for its own mark before answering.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ class Lookup:
 
 
 class LookupBatch:
-    """Collects reads, then runs them with the claim in a single pipeline (:meth:`execute`)."""
+    """Collects reads, then runs them with the claim in a single batch (:meth:`execute`)."""
 
     def __init__(
         self,
