@@ -189,8 +189,8 @@ class TestNoConnectionLeavesTheSandbox:
         assert "host web service" not in fetched
 
     async def test_the_proxy_ports_themselves(self, sandbox: SandboxBackend, proxy: tuple[Settings, Listening]) -> None:
-        """Only the relay's ports answer inside; the proxy's real ports (0 here: free ports)
-        are other ports of the host's loopback."""
+        """Inside, the proxy URLs' ports answer (the relay, the same numbers as on the host) and
+        every other port is refused."""
         _, listening = proxy
         for url in (listening.url, listening.egress_url):
             assert (await connect(sandbox, "127.0.0.1", _port(url))).startswith("CONNECTED")
@@ -228,7 +228,7 @@ class TestHostSecretsStayOutside:
             seen = await execute(
                 sandbox,
                 f"cat /proc/{worker.pid}/environ /proc/{os.getpid()}/environ 2>&1; "
-                "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c drydock-marker",
+                "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -a drydock-marker",
             )
             assert marker not in seen
             held = await asyncio.to_thread(Path(f"/proc/{worker.pid}/environ").read_bytes)
