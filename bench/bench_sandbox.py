@@ -1,5 +1,6 @@
-"""Sandbox figures on the local provider: cold create until the daemon answers health, the
-round trip of ``true`` through the daemon, and a warm ``ensure_sandbox`` (cache hit, health
+"""Sandbox figures on the local provider: cold create until the daemon answers health (in
+bubblewrap with its own network namespace and the proxy relay, and unisolated), the round trip
+of ``true`` through the daemon, and a warm ``ensure_sandbox`` (cache hit, health
 check, grant refresh with :class:`~drydock.sandbox.credentials.NoProxy`, git identity).
 
 ``pdm run python -m bench sandbox``
@@ -32,7 +33,9 @@ async def main() -> None:
         records = SandboxRecords(redis, keys)
         with tempfile.TemporaryDirectory(prefix="drydock-bench-") as root:
             for bubblewrap in (True, False):
-                sandbox_settings = SandboxSettings(local_root=root, local_bubblewrap=bubblewrap)
+                sandbox_settings = SandboxSettings(
+                    local_root=root, local_bubblewrap=bubblewrap, local_allow_unisolated=not bubblewrap
+                )
                 provider = LocalProvider(sandbox_settings, records)
                 created: list[SandboxHandle] = []
 

@@ -60,6 +60,20 @@ class TestLoadSettings:
         assert "DRYDOCK_REDIS_URL" in str(raised.value)
 
 
+class TestUnisolatedSandboxes:
+    def test_are_refused_in_production(self, env: pytest.MonkeyPatch) -> None:
+        env.setenv("DRYDOCK_SANDBOX_LOCAL_ALLOW_UNISOLATED", "true")
+        assert load_settings().sandbox.local_allow_unisolated
+        env.setenv("DRYDOCK_ENVIRONMENT", "production")
+        with pytest.raises(ConfigError, match="DRYDOCK_SANDBOX_LOCAL_ALLOW_UNISOLATED is for development"):
+            load_settings()
+
+    def test_sharing_the_host_network_is_refused(self, env: pytest.MonkeyPatch) -> None:
+        env.setenv("DRYDOCK_SANDBOX_LOCAL_SHARE_NETWORK", "true")
+        with pytest.raises(ConfigError, match="local_share_network was removed"):
+            load_settings()
+
+
 class TestStartUpRefusesBadConfiguration:
     def test_cli_exits_2_with_the_message(self) -> None:
         environment = {k: v for k, v in os.environ.items() if not k.startswith("DRYDOCK_")}

@@ -231,9 +231,13 @@ class SandboxSettings(BaseModel):
     local_root: str | None = Field(
         default=None, description="Directory holding local sandboxes; unset: <tmp>/drydock-sandboxes."
     )
-    local_bubblewrap: bool = Field(default=True, description="Isolate local sandboxes with bwrap when on PATH.")
-    local_share_network: bool = Field(
-        default=True, description="Let bwrap-isolated sandboxes use the host network (to reach the proxy)."
+    local_bubblewrap: bool = Field(
+        default=True, description="Isolate local sandboxes with bwrap (its own network namespace); off: refused."
+    )
+    local_allow_unisolated: bool = Field(
+        default=False,
+        description="Development only: run local sandboxes as plain host processes when bwrap is missing or "
+        "local_bubblewrap is off; refused when DRYDOCK_ENVIRONMENT is production.",
     )
     local_environment: dict[str, str] = Field(
         default_factory=lambda: dict(DEFAULT_SANDBOX_ENVIRONMENT),
@@ -248,6 +252,11 @@ class SandboxSettings(BaseModel):
         """``kubernetes_image`` (from ``DRYDOCK_SANDBOX_KUBERNETES_IMAGE``) → ``kubernetes.image``."""
         if not isinstance(data, dict):
             return data
+        if "local_share_network" in data:
+            raise ValueError(
+                "local_share_network was removed: a local sandbox always has its own network namespace "
+                "and reaches only the credential proxy"
+            )
         flat = {key: data[key] for key in data if isinstance(key, str) and key.startswith(_KUBERNETES_PREFIX)}
         if not flat:
             return data
@@ -557,13 +566,19 @@ class CredentialProxySettings(BaseModel):
 
     url: str = Field(
         default="http://127.0.0.1:8081",
-        description="The reverse proxy's URL as sandboxes reach it (git and the code host's API).",
+        description="The reverse proxy's URL as sandboxes reach it (git and the code host's API); for local "
+        "sandboxes a loopback address, served inside each sandbox by a relay to socket_dir.",
     )
     egress_url: str = Field(
         default="http://127.0.0.1:8082",
         description="The egress (forward) proxy's URL as sandboxes reach it.",
     )
     host: str = Field(default="127.0.0.1", description="Address the proxy listens on.")
+    socket_dir: str | None = Field(
+        default=None,
+        description="Directory of the proxy's Unix sockets, which local sandboxes reach it through; unset: "
+        "<tmp>/drydock-proxy.",
+    )
     port: int = Field(default=8081, ge=0, le=65535, description="Port of the reverse proxy and its health routes.")
     egress_port: int = Field(default=8082, ge=0, le=65535, description="Port of the egress forward proxy.")
     git_upstream: str | None = Field(
@@ -763,6 +778,15 @@ class Settings(BaseSettings):
     http: HttpSettings = Field(default_factory=HttpSettings)
     log: LogSettings = Field(default_factory=LogSettings)
 
+    @model_validator(mode="after")
+    def _no_unisolated_sandbox_in_production(self) -> Settings:
+        if self.environment is Environment.PRODUCTION and self.sandbox.local_allow_unisolated:
+            raise ValueError(
+                "DRYDOCK_SANDBOX_LOCAL_ALLOW_UNISOLATED is for development: it is refused when "
+                "DRYDOCK_ENVIRONMENT is production"
+            )
+        return self
+
     @property
     def log_format(self) -> LogFormat:
         if self.log.format is not None:
@@ -782,5 +806,8 @@ def load_settings(**overrides: Any) -> Settings:
     try:
         return Settings(**overrides)
     except ValidationError as error:
-        problems = [f"{env_name(detail['loc'])}: {detail['msg']}" for detail in error.errors()]
+        problems = [
+            f"{env_name(detail['loc'])}: {detail['msg']}" if detail["loc"] else detail["msg"]
+            for detail in error.errors()
+        ]
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems)) from None

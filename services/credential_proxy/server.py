@@ -1,18 +1,28 @@
 """Both listeners of the credential proxy on one runtime: the reverse proxy (git, API, health)
-and the egress forward proxy."""
+and the egress forward proxy, each on a TCP port and on a Unix socket in ``proxy.socket_dir``
+(which local sandboxes reach through their relay; see :mod:`drydock.credentials.proxy_sockets`)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import structlog
 from aiohttp import web
 from redis.exceptions import RedisError
 
+from drydock.credentials.proxy_sockets import (
+    EGRESS_SOCKET,
+    REVERSE_SOCKET,
+    prepare_socket_directory,
+    socket_directory,
+)
 from drydock.runtime import Runtime
 from services.credential_proxy.app import create_app
 from services.credential_proxy.context import ProxyContext, proxy_context
@@ -27,6 +37,8 @@ class Listening:
 
     url: str
     egress_url: str
+    socket_dir: Path
+    """Where ``reverse.sock`` and ``egress.sock`` are."""
     context: ProxyContext
     reencryption: asyncio.Task[None]
     """The start-up pass that moves stored tokens to the newest key; done soon after start."""
@@ -62,6 +74,32 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+@contextlib.contextmanager
+def _bind_unix(path: Path) -> Iterator[socket.socket]:
+    """A listening socket at ``path``, put in place by a rename: a sandbox never sees the path
+    missing, and the socket of a proxy that stopped is replaced. Removed on exit if still ours."""
+    staging = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(staging))
+        sock.listen(512)
+        sock.setblocking(False)
+        os.replace(staging, path)
+    except OSError:
+        sock.close()
+        with contextlib.suppress(OSError):
+            staging.unlink()
+        raise
+    ours = path.stat().st_ino
+    try:
+        yield sock
+    finally:
+        sock.close()
+        with contextlib.suppress(OSError):
+            if path.stat().st_ino == ours:
+                path.unlink()
+
+
 def _url(sock: socket.socket) -> str:
     host, port = sock.getsockname()[:2]
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
@@ -74,17 +112,23 @@ async def serving(runtime: Runtime) -> AsyncIterator[Listening]:
     async with proxy_context(runtime) as ctx, contextlib.AsyncExitStack() as stack:
         reverse_socket = stack.enter_context(_bind(settings.host, settings.port))
         egress_socket = stack.enter_context(_bind(settings.host, settings.egress_port))
+        directory = await asyncio.to_thread(prepare_socket_directory, socket_directory(settings))
+        reverse_unix = stack.enter_context(_bind_unix(directory / REVERSE_SOCKET))
+        egress_unix = stack.enter_context(_bind_unix(directory / EGRESS_SOCKET))
         # Bodies are forwarded exactly as sent: gzip-encoded git requests stay gzip-encoded.
         runner = web.AppRunner(create_app(ctx), auto_decompress=False, access_log=None, handle_signals=False)
         await runner.setup()
         stack.push_async_callback(runner.cleanup)
         await web.SockSite(runner, reverse_socket).start()
-        egress = await asyncio.start_server(EgressProxy(ctx).handle, sock=egress_socket, limit=HEAD_LIMIT)
-        stack.push_async_callback(egress.wait_closed)
-        stack.callback(egress.close)
+        await web.SockSite(runner, reverse_unix).start()
+        handler = EgressProxy(ctx).handle
+        for sock in (egress_socket, egress_unix):
+            egress = await asyncio.start_server(handler, sock=sock, limit=HEAD_LIMIT)
+            stack.push_async_callback(egress.wait_closed)
+            stack.callback(egress.close)
         rotation = asyncio.create_task(_reencrypt(ctx), name="credential-proxy-reencrypt")
         try:
-            yield Listening(_url(reverse_socket), _url(egress_socket), ctx, rotation)
+            yield Listening(_url(reverse_socket), _url(egress_socket), directory, ctx, rotation)
         finally:
             rotation.cancel()
             with contextlib.suppress(asyncio.CancelledError):

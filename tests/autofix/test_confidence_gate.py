@@ -51,12 +51,17 @@ async def git_upstream(
 
 
 @pytest.fixture
-def gate_settings(autofix_settings: Settings, git_upstream: GitServer) -> Settings:
+def gate_settings(autofix_settings: Settings, git_upstream: GitServer, tmp_path: Path) -> Settings:
     return autofix_settings.model_copy(
         update={
             "crypto": autofix_settings.crypto.model_copy(update={"keys": [SecretStr(Fernet.generate_key().decode())]}),
             "proxy": autofix_settings.proxy.model_copy(
-                update={"port": 0, "egress_port": 0, "git_upstream": git_upstream.base_url}
+                update={
+                    "port": 0,
+                    "egress_port": 0,
+                    "git_upstream": git_upstream.base_url,
+                    "socket_dir": str(tmp_path / "proxy"),
+                }
             ),
         }
     )

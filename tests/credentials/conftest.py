@@ -53,22 +53,32 @@ def crypto_key() -> str:
 
 
 def proxy_settings(
-    infra: EmbeddedUrls, github: FakeGitHub, app: App, git_upstream: GitServer, crypto_keys: list[str]
+    infra: EmbeddedUrls,
+    github: FakeGitHub,
+    app: App,
+    git_upstream: GitServer,
+    crypto_keys: list[str],
+    socket_dir: Path,
 ) -> Settings:
     return load_settings(
         nats={"url": infra.nats},
         redis={"url": infra.redis},
         github={"api_url": github.base_url, "app_id": app.id, "private_key": app.private_key_pem},
         crypto={"keys": crypto_keys},
-        proxy={"port": 0, "egress_port": 0, "git_upstream": git_upstream.base_url},
+        proxy={"port": 0, "egress_port": 0, "git_upstream": git_upstream.base_url, "socket_dir": str(socket_dir)},
     )
 
 
 @pytest.fixture
 def credential_settings(
-    infra: EmbeddedUrls, github: FakeGitHub, github_app: App, git_upstream: GitServer, crypto_key: str
+    infra: EmbeddedUrls,
+    github: FakeGitHub,
+    github_app: App,
+    git_upstream: GitServer,
+    crypto_key: str,
+    tmp_path: Path,
 ) -> Settings:
-    return proxy_settings(infra, github, github_app, git_upstream, [crypto_key])
+    return proxy_settings(infra, github, github_app, git_upstream, [crypto_key], tmp_path / "proxy")
 
 
 @pytest.fixture

@@ -235,7 +235,7 @@ async def pipeline(
             "slack": {"api_url": slack.api_url, "bot_token": slack.state.token, "signing_secret": SLACK_SECRET},
             "linear": {"api_url": linear.api_url, "api_key": linear.state.api_key, "webhook_secret": LINEAR_SECRET},
             "crypto": {"keys": [Fernet.generate_key().decode()]},
-            "proxy": {"port": 0, "egress_port": 0, "git_upstream": git.base_url},
+            "proxy": {"port": 0, "egress_port": 0, "git_upstream": git.base_url, "socket_dir": str(root / "proxy")},
             "models": {"base_url": model.base_url, "api_key": "e2e-key", "default": MODEL, "max_retries": 0}
             if model_configured
             else {},

@@ -1,9 +1,13 @@
-"""Fixtures for the sandbox tests: a session directory for local sandboxes, and a final check
-that no sandbox process outlives the test session."""
+"""Fixtures for the sandbox tests: a session directory for local sandboxes, a final check that
+no sandbox process outlives the test session, ``bwrap`` for the isolation tests, and
+:func:`loopback_service_as_proxy` for tests whose sandboxes need a loopback service."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import shutil
 import signal
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
@@ -12,7 +16,8 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from drydock.config import SandboxSettings
+from drydock.config import CredentialProxySettings, SandboxSettings
+from drydock.credentials.proxy_sockets import REVERSE_SOCKET, prepare_socket_directory
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.sandbox.providers.local import LocalProvider
@@ -47,6 +52,51 @@ def _processes_under(root: Path) -> set[int]:
     return found
 
 
+async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(ConnectionError, OSError):
+        while chunk := await reader.read(65536):
+            writer.write(chunk)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+
+
+@contextlib.asynccontextmanager
+async def loopback_service_as_proxy(port: int, directory: Path) -> AsyncIterator[CredentialProxySettings]:
+    """Proxy settings under which a local sandbox reaches the host's ``127.0.0.1:port`` at the same
+    address: its relay goes to a Unix socket in ``directory`` that this forwards to the port. Only
+    for tests whose subject is not the credential proxy (a sandbox reaches nothing else)."""
+
+    async def forward(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            await asyncio.gather(_pump(reader, upstream_writer), _pump(upstream_reader, writer))
+        finally:
+            upstream_writer.close()
+            writer.close()
+
+    prepare_socket_directory(directory)
+    server = await asyncio.start_unix_server(forward, path=str(directory / REVERSE_SOCKET))
+    try:
+        yield CredentialProxySettings(url=f"http://127.0.0.1:{port}", socket_dir=str(directory))
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+@pytest.fixture(scope="session")
+def bwrap() -> str:
+    """bubblewrap's path. Where it is missing an isolation test skips, except under CI
+    (``CI=true``, where ``.ci/run`` installs it): there the test fails."""
+    path = shutil.which("bwrap")
+    if path is None:
+        reason = "bubblewrap (bwrap) is not installed: apt-get install -y bubblewrap"
+        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+            pytest.fail(f"{reason} (under CI an isolation test must run, not skip)")
+        pytest.skip(reason)
+    return path
+
+
 @pytest.fixture(scope="session")
 def sandbox_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Where every local sandbox of the session lives; at the end no process may remain."""
@@ -78,8 +128,10 @@ def records(redis: Redis, keys: Keys) -> SandboxRecords:
 
 
 @pytest.fixture
-async def local_provider(sandbox_settings: SandboxSettings, records: SandboxRecords) -> AsyncIterator[LocalProvider]:
-    """A local provider whose sandboxes are all deleted after the test."""
+async def local_provider(
+    bwrap: str, sandbox_settings: SandboxSettings, records: SandboxRecords
+) -> AsyncIterator[LocalProvider]:
+    """A local (bubblewrap) provider whose sandboxes are all deleted after the test."""
     provider = LocalProvider(sandbox_settings, records)
     yield provider
     for handle in await provider.list():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import sys
 import uuid
@@ -16,7 +15,7 @@ import pytest
 import structlog
 from redis.asyncio import Redis
 
-from drydock.config import SandboxSettings, Settings
+from drydock.config import CredentialProxySettings, SandboxSettings, Settings
 from drydock.infra.redis import Keys
 from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.errors import SandboxCreationFailed
@@ -25,11 +24,9 @@ from drydock.sandbox.providers.local import DIRECTORY_LABEL, PID_LABEL, LocalPro
 from drydock.sandbox.records import SandboxRecords
 from tests.sandbox.provider_contract import ProviderContract
 
-requires_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed here")
-
 
 class TestLocalProviderUnisolated(ProviderContract):
-    """The contract on a plain host process (what a machine without bubblewrap gets)."""
+    """The contract on a plain host process (what ``local_allow_unisolated`` accepts for development)."""
 
     bubblewrap = False
 
@@ -41,7 +38,9 @@ class TestLocalProviderUnisolated(ProviderContract):
     @pytest.fixture(scope="class")
     @classmethod
     async def provider(cls, sandbox_root: Path, class_records: SandboxRecords) -> AsyncIterator[LocalProvider]:
-        settings = SandboxSettings(local_root=str(sandbox_root), local_bubblewrap=cls.bubblewrap)
+        settings = SandboxSettings(
+            local_root=str(sandbox_root), local_bubblewrap=cls.bubblewrap, local_allow_unisolated=not cls.bubblewrap
+        )
         provider = LocalProvider(settings, class_records)
         assert provider.isolation == (Isolation.BUBBLEWRAP if cls.bubblewrap else Isolation.NONE)
         yield provider
@@ -51,11 +50,13 @@ class TestLocalProviderUnisolated(ProviderContract):
     @pytest.fixture(scope="class")
     @classmethod
     def other_provider(cls, sandbox_root: Path, class_records: SandboxRecords) -> LocalProvider:
-        settings = SandboxSettings(local_root=str(sandbox_root), local_bubblewrap=cls.bubblewrap)
+        settings = SandboxSettings(
+            local_root=str(sandbox_root), local_bubblewrap=cls.bubblewrap, local_allow_unisolated=not cls.bubblewrap
+        )
         return LocalProvider(settings, class_records)
 
 
-@requires_bwrap
+@pytest.mark.usefixtures("bwrap")
 class TestLocalProviderBubblewrap(TestLocalProviderUnisolated):
     """The contract inside bubblewrap."""
 
@@ -106,8 +107,47 @@ async def test_sandbox_environment_is_built_from_the_allowlist_only(
     await sandbox.aclose()
 
 
-async def test_an_unisolated_sandbox_is_reported(sandbox_settings: SandboxSettings, records: SandboxRecords) -> None:
-    provider = LocalProvider(sandbox_settings.model_copy(update={"local_bubblewrap": False}), records)
+class TestAnUnisolatedSandbox:
+    async def test_is_refused_when_bubblewrap_is_missing(
+        self,
+        sandbox_settings: SandboxSettings,
+        records: SandboxRecords,
+        monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path,
+    ) -> None:
+        monkeypatch.setenv("PATH", str(tmp_path))
+        provider = LocalProvider(sandbox_settings, records)
+        with pytest.raises(SandboxCreationFailed) as refused:
+            await provider.create(str(uuid.uuid4()))
+        message = str(refused.value)
+        assert "\n" not in message
+        for part in ("bwrap", "the package bubblewrap", "Debian", "DRYDOCK_SANDBOX_LOCAL_ALLOW_UNISOLATED=true"):
+            assert part in message
+        assert await records.all() == []
+
+    async def test_is_refused_when_bubblewrap_is_off(
+        self, sandbox_settings: SandboxSettings, records: SandboxRecords
+    ) -> None:
+        provider = LocalProvider(sandbox_settings.model_copy(update={"local_bubblewrap": False}), records)
+        with pytest.raises(SandboxCreationFailed, match=r"LOCAL_BUBBLEWRAP is off.*LOCAL_ALLOW_UNISOLATED=true"):
+            await provider.create(str(uuid.uuid4()))
+        assert await records.all() == []
+
+    async def test_is_refused_when_the_proxy_is_not_on_loopback(
+        self, bwrap: str, sandbox_settings: SandboxSettings, records: SandboxRecords
+    ) -> None:
+        proxy = CredentialProxySettings(url="http://proxy.internal:8081")
+        provider = LocalProvider(sandbox_settings, records, proxy=proxy)
+        with pytest.raises(SandboxCreationFailed, match=r"proxy\.internal:8081 is not a loopback address"):
+            await provider.create(str(uuid.uuid4()))
+
+
+async def test_an_accepted_unisolated_sandbox_is_reported(
+    sandbox_settings: SandboxSettings, records: SandboxRecords
+) -> None:
+    provider = LocalProvider(
+        sandbox_settings.model_copy(update={"local_bubblewrap": False, "local_allow_unisolated": True}), records
+    )
     with structlog.testing.capture_logs() as logs:
         handle = await provider.create(str(uuid.uuid4()))
     try:
@@ -120,9 +160,8 @@ async def test_an_unisolated_sandbox_is_reported(sandbox_settings: SandboxSettin
         await provider.delete(handle.id)
 
 
-@requires_bwrap
 async def test_bubblewrap_hides_the_host(
-    sandbox_settings: SandboxSettings, records: SandboxRecords, tmp_path: Path
+    bwrap: str, sandbox_settings: SandboxSettings, records: SandboxRecords, tmp_path: Path
 ) -> None:
     host_file = tmp_path / "host-only.txt"
     host_file.write_text("host")

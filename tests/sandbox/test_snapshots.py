@@ -22,12 +22,14 @@ from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 
 from drydock.bus import Bus, provision, topology
-from drydock.config import NatsSettings, SnapshotSettings
+from drydock.config import NatsSettings, SandboxSettings, SnapshotSettings
 from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.providers.local import LocalProvider
+from drydock.sandbox.records import SandboxRecords
 from drydock.sandbox.snapshots import SnapshotCorrupt, SnapshotError, SnapshotInfo, SnapshotStore
 from drydock.sandbox.snapshots.records import SnapshotIndex, index_name
 from tests.fakes.git_server import GitServer
+from tests.sandbox.conftest import loopback_service_as_proxy
 
 ALL_BYTES = bytes(range(256)) * 4
 
@@ -594,13 +596,23 @@ PICTURE = (
 
 class TestThroughTheLocalProvider:
     async def test_a_new_local_sandbox_gets_the_work_back(
-        self, store: SnapshotStore, local_provider: LocalProvider, tmp_path: Path, thread_id: str
+        self,
+        store: SnapshotStore,
+        bwrap: str,
+        sandbox_settings: SandboxSettings,
+        records: SandboxRecords,
+        tmp_path: Path,
+        thread_id: str,
     ) -> None:
-        async with GitServer(tmp_path / "git") as server:
+        async with (
+            GitServer(tmp_path / "git") as server,
+            loopback_service_as_proxy(int(server.base_url.rsplit(":", 1)[1]), tmp_path / "proxy") as proxy,
+        ):
             await server.create_repository(
                 "acme/widgets", {"README.md": b"# widgets\n", ".gitignore": b"*.log\n", "logo.bin": ALL_BYTES}
             )
             url = f"{server.base_url}/acme/widgets.git"
+            local_provider = LocalProvider(sandbox_settings, records, proxy=proxy)
             first = SandboxBackend(await local_provider.create(thread_id))
             second = SandboxBackend(await local_provider.create(thread_id))
             try:
@@ -625,3 +637,5 @@ class TestThroughTheLocalProvider:
             finally:
                 await first.aclose()
                 await second.aclose()
+                for handle in (first.handle, second.handle):
+                    await local_provider.delete(handle.id)

@@ -8,6 +8,10 @@ daemon may delete it.
 Listening: ``--listen-fd N`` serves on an already bound and listening socket inherited from the
 provider (no port race, ready to accept before the daemon has started); otherwise ``--host`` and
 ``--port``.
+
+Relays: each ``--relay HOST:PORT=PATH`` listens on ``HOST:PORT`` (inside the sandbox's network
+namespace) and carries connections to the Unix socket ``PATH``: how an isolated sandbox reaches
+the credential proxy (see :mod:`drydock.sandbox.daemon.relay`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 
 from drydock.sandbox.daemon.app import DaemonConfig
 from drydock.sandbox.daemon.protocol import DEFAULT_PORT
+from drydock.sandbox.daemon.relay import Relay
 from drydock.sandbox.daemon.server import serve
 
 
@@ -36,6 +41,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--listen-fd", type=int, help="serve on this inherited listening socket")
     parser.add_argument("--host", default="0.0.0.0")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument(
+        "--relay", type=Relay.parse, action="append", default=[], help="HOST:PORT=UNIX_SOCKET (repeatable)"
+    )
     parser.add_argument("--shell", help="the shell commands run with (default: bash if present, else sh)")
     parser.add_argument("--max-concurrent-execs", type=int, default=8)
     parser.add_argument("--max-queued-execs", type=int, default=32)
@@ -82,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as error:
         raise SystemExit(str(error)) from None
     sock = socket.socket(fileno=args.listen_fd) if args.listen_fd is not None else None
-    asyncio.run(serve(config, sock=sock, host=args.host, port=args.port))
+    asyncio.run(serve(config, sock=sock, host=args.host, port=args.port, relays=args.relay))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from drydock.sandbox.records import SandboxRecords
 def _local(settings: Settings, records: SandboxRecords) -> SandboxProvider:
     from drydock.sandbox.providers.local import LocalProvider
 
-    return LocalProvider(settings.sandbox, records)
+    return LocalProvider(settings.sandbox, records, proxy=settings.proxy)
 
 
 def _kubernetes(settings: Settings, records: SandboxRecords) -> SandboxProvider:

@@ -6,8 +6,11 @@ the daemon read-only, and nothing else of the host's filesystem (no other home d
 repository checkouts, no ``/etc/shadow`` or host keys, no sockets under ``/run``). It gets its own
 PID, IPC and UTS namespaces and a new session (no terminal injection); when the worker runs as
 root, every capability is dropped, so root inside cannot mount, trace or reconfigure the host.
-The network is shared by default so the sandbox can reach the credential proxy on the host;
-``share_network=False`` cuts it off entirely (the daemon still answers on its inherited socket).
+
+Network: a namespace of its own with only loopback, so no host port (Redis, NATS, the web port,
+another sandbox's daemon) and no other address is reachable. The credential proxy's socket
+directory is bound read-only at :data:`PROXY_SOCKETS`, where the daemon's relay reaches it; the
+daemon itself still answers on the listening socket it inherited from the host's namespace.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 WORKSPACE = "/workspace"
 HOME = "/home/sandbox"
 TMP = "/tmp"
+PROXY_SOCKETS = "/run/drydock-proxy"
 
 _SYSTEM_DIRECTORIES = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
@@ -75,17 +79,17 @@ def bubblewrap_argv(
     home: Path,
     tmp: Path,
     readonly: Iterable[Path],
-    share_network: bool,
+    proxy_sockets: Path,
 ) -> list[str]:
-    """The ``bwrap ... --`` prefix; ``readonly`` are host directories the daemon needs (its Python)."""
-    argv = [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    """The ``bwrap ... --`` prefix; ``readonly`` are host directories the daemon needs (its Python),
+    ``proxy_sockets`` the credential proxy's socket directory (seen at :data:`PROXY_SOCKETS`)."""
+    argv = [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try"]
     if os.geteuid() == 0:
         argv += ["--cap-drop", "ALL"]
-    if not share_network:
-        argv.append("--unshare-net")
     argv += ["--new-session", "--hostname", "sandbox", *_system_mounts()]
     argv += ["--proc", "/proc", "--dev", "/dev"]
     argv += ["--bind", str(workspace), WORKSPACE, "--bind", str(home), HOME, "--bind", str(tmp), TMP]
+    argv += ["--ro-bind", str(proxy_sockets), PROXY_SOCKETS]
     # After the sandbox's own /tmp and home: a checkout or virtualenv under /tmp (as in a CI
     # clone) would otherwise be hidden by them and the daemon's Python would not start.
     for path in sorted({str(Path(p)) for p in readonly}):

@@ -12,17 +12,23 @@ Environment: exactly ``local_environment`` from the settings plus ``HOME``, ``TM
 ``DRYDOCK_SANDBOX_ID``. Nothing is copied from the host's environment, so no host secret leaks
 into a sandbox through it.
 
-Isolation: with ``bwrap`` on PATH (and ``local_bubblewrap`` on), the daemon runs inside
-bubblewrap (see :mod:`drydock.sandbox.providers.bubblewrap`) and the workspace is ``/workspace``.
-Without it, the daemon is a plain host process: commands see the host's filesystem and run as
-the worker's user. That is logged as a warning for every sandbox and reported on the handle as
-``isolation="none"``. Use it for development only.
+Isolation: the daemon runs inside bubblewrap (see :mod:`drydock.sandbox.providers.bubblewrap`),
+the workspace is ``/workspace`` and the sandbox has a network namespace of its own. The only
+thing it reaches is the credential proxy: the daemon relays the proxy URLs' loopback addresses
+inside the namespace to the proxy's Unix sockets (:mod:`drydock.credentials.proxy_sockets`), so
+the proxy must run on the same host and its URLs must name a loopback address.
+
+Without ``bwrap`` on PATH (or with ``local_bubblewrap`` off), creation is refused unless
+``local_allow_unisolated`` accepts a plain host process for development: commands then see the
+host's filesystem and network and run as the worker's user, which is logged as a warning for
+every sandbox and reported on the handle as ``isolation="none"``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
+import ipaddress
 import secrets
 import shutil
 import socket
@@ -31,16 +37,24 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import structlog
 
 import drydock
-from drydock.config import SandboxSettings
+from drydock.config import CredentialProxySettings, SandboxSettings
+from drydock.credentials.proxy_sockets import (
+    EGRESS_SOCKET,
+    REVERSE_SOCKET,
+    prepare_socket_directory,
+    socket_directory,
+)
 from drydock.sandbox.daemon import protocol
+from drydock.sandbox.daemon.relay import Relay
 from drydock.sandbox.errors import SandboxCreationFailed, SandboxNotFound
 from drydock.sandbox.handle import Isolation, SandboxHandle
 from drydock.sandbox.providers import bubblewrap
@@ -60,24 +74,86 @@ def default_root() -> Path:
     return Path(tempfile.gettempdir()) / "drydock-sandboxes"
 
 
+def _loopback_addresses(url: str) -> list[tuple[str, int]]:
+    """Where a sandbox's relay listens for ``url``; :class:`ValueError` when it is not loopback."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    if host == "localhost":
+        return [("127.0.0.1", port), ("::1", port)]
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise ValueError(
+            f"{url} is not a loopback address: a local sandbox reaches the credential proxy only through "
+            "its Unix sockets on this host (DRYDOCK_PROXY_URL and DRYDOCK_PROXY_EGRESS_URL must name "
+            "127.0.0.1, ::1 or localhost)"
+        )
+    return [(host, port)]
+
+
+def _relays(proxy: CredentialProxySettings) -> list[Relay]:
+    inside = Path(bubblewrap.PROXY_SOCKETS)
+    return [
+        Relay(host, port, inside / name)
+        for url, name in ((proxy.url, REVERSE_SOCKET), (proxy.egress_url, EGRESS_SOCKET))
+        for host, port in _loopback_addresses(url)
+    ]
+
+
+def _refusal(settings: SandboxSettings, bwrap: str | None) -> str | None:
+    """Why this provider must not create sandboxes (no isolation and none accepted), or None."""
+    if bwrap is not None or settings.local_allow_unisolated:
+        return None
+    missing = (
+        "bubblewrap (bwrap) is not on PATH: install the package bubblewrap (Debian, Ubuntu, Fedora, Arch)"
+        if settings.local_bubblewrap
+        else "DRYDOCK_SANDBOX_LOCAL_BUBBLEWRAP is off"
+    )
+    return (
+        f"refusing to create an unisolated local sandbox: {missing}, or set "
+        "DRYDOCK_SANDBOX_LOCAL_ALLOW_UNISOLATED=true to run sandboxes as this user on the host (development only)"
+    )
+
+
 class LocalProvider:
     """Sandboxes as local daemon processes; see the module documentation."""
 
     name = "local"
 
-    def __init__(self, settings: SandboxSettings, records: SandboxRecords, *, python: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: SandboxSettings,
+        records: SandboxRecords,
+        *,
+        proxy: CredentialProxySettings | None = None,
+        python: str | None = None,
+    ) -> None:
+        """``proxy``: the credential proxy the sandboxes reach (unset: its default settings)."""
         self._settings = settings
         self._records = records
         self._python = python or sys.executable
         self.root = Path(settings.local_root) if settings.local_root else default_root()
         self.bwrap = shutil.which("bwrap") if settings.local_bubblewrap else None
         self.isolation = Isolation.BUBBLEWRAP if self.bwrap else Isolation.NONE
+        proxy = proxy or CredentialProxySettings()
+        self.proxy_sockets = socket_directory(proxy)
+        self._refusal = _refusal(settings, self.bwrap)
+        self._relays: Sequence[Relay] = ()
+        if self.bwrap is not None:
+            try:
+                self._relays = _relays(proxy)
+            except ValueError as error:
+                self._refusal = f"refusing to create a local sandbox: {error}"
         self._host = socket.gethostname()
         # Only so that this process reaps the daemons it started; the truth is the Redis record.
         self._children: dict[str, subprocess.Popen[bytes]] = {}
 
     def _daemon_argv(self, *, workspace: str, tmp: str, listen_fd: int) -> list[str]:
         s = self._settings
+        relays = [argument for relay in self._relays for argument in ("--relay", relay.argument())]
         return [
             self._python,
             "-I",
@@ -99,6 +175,7 @@ class LocalProvider:
             str(s.max_concurrent_execs),
             "--max-queued-execs",
             str(s.max_queued_execs),
+            *relays,
         ]
 
     def _command(self, directory: Path, listen_fd: int) -> tuple[list[str], dict[str, str], str]:
@@ -115,7 +192,7 @@ class LocalProvider:
                 home=home,
                 tmp=tmp,
                 readonly=[Path(sys.prefix), Path(sys.base_prefix), Path(drydock.__file__).parents[1]],
-                share_network=self._settings.local_share_network,
+                proxy_sockets=self.proxy_sockets,
             )
         env = dict(self._settings.local_environment) | {
             "HOME": inside_home,
@@ -126,12 +203,21 @@ class LocalProvider:
         return argv, env, inside_workspace
 
     async def create(self, thread_id: str, *, labels: Mapping[str, str] | None = None) -> SandboxHandle:
+        """Start a sandbox's daemon; :class:`SandboxCreationFailed` when it cannot start or when no
+        isolation is available and none was explicitly waived."""
         reserved = _RESERVED_LABELS & set(labels or {})
         if reserved:
             raise ValueError(f"labels {sorted(reserved)} are set by the local provider")
+        if self._refusal is not None:
+            raise SandboxCreationFailed(self._refusal)
         sandbox_id = f"sbx-{uuid.uuid4().hex}"
         directory = self.root / sandbox_id
         token = secrets.token_urlsafe(32)
+        if self.bwrap is not None:
+            try:
+                await asyncio.to_thread(prepare_socket_directory, self.proxy_sockets)
+            except OSError as error:
+                raise SandboxCreationFailed(f"the credential proxy's socket directory: {error}") from error
         try:
             await asyncio.to_thread(_make_directories, directory)
         except OSError as error:
@@ -177,8 +263,8 @@ class LocalProvider:
             raise
         if self.isolation == Isolation.NONE:
             log.warning(
-                "sandbox is not isolated: bwrap is not on PATH or local_bubblewrap is off; "
-                "commands run as this user on the host",
+                "sandbox is not isolated (DRYDOCK_SANDBOX_LOCAL_ALLOW_UNISOLATED): commands run as this user "
+                "on the host and reach its network",
                 sandbox_id=sandbox_id,
                 thread_id=thread_id,
             )
