@@ -36,7 +36,8 @@ class TestIssue:
         self, codes: LinkCodes, redis: Redis, keys: Keys
     ) -> None:
         issued = await codes.issue("ada", Provider.SLACK)
-        assert len(issued.code) == 14 and issued.code.count("-") == 2
+        assert len(issued.code) == 14
+        assert issued.code.count("-") == 2
         assert normalize(issued.code.lower()) == issued.code.replace("-", "")
         stored = [key async for key in redis.scan_iter(match=f"{keys.prefix}:*")]
         values = [await redis.get(key) for key in stored]
@@ -84,9 +85,7 @@ class TestRedeem:
         assert (await codes.redeem(Provider.LINEAR, "lin-1", issued.code)).outcome is Outcome.INVALID
         assert await accounts.user_for(Provider.LINEAR, "lin-1") is None
 
-    async def test_an_expired_code_is_refused(
-        self, redis: Redis, keys: Keys, accounts: AccountsStore
-    ) -> None:
+    async def test_an_expired_code_is_refused(self, redis: Redis, keys: Keys, accounts: AccountsStore) -> None:
         codes = LinkCodes(redis, keys, accounts, ttl=timedelta(milliseconds=200))
         issued = await codes.issue("ada", Provider.SLACK)
         deadline = asyncio.get_running_loop().time() + 5
@@ -125,9 +124,7 @@ class TestRedeem:
 
 
 class TestGuessing:
-    async def test_an_account_gets_a_bounded_number_of_tries(
-        self, codes: LinkCodes, accounts: AccountsStore
-    ) -> None:
+    async def test_an_account_gets_a_bounded_number_of_tries(self, codes: LinkCodes, accounts: AccountsStore) -> None:
         issued = await codes.issue("ada", Provider.SLACK)
         outcomes = [(await codes.redeem(Provider.SLACK, "U1", wrong(issued.code))).outcome for _ in range(MAX_ATTEMPTS)]
         assert outcomes == [Outcome.INVALID] * MAX_ATTEMPTS
