@@ -146,7 +146,7 @@ def link_answer(provider: Provider, outcome: Outcome, login: str | None) -> str:
             who = f" ({login})" if login else ""
             return f"{account} is now linked to your Drydock user{who}: mentions from it start work as you."
         case Outcome.ALREADY_USED:
-            return f"{account} already sent this code; your Drydock profile page shows whether it is linked."
+            return f"{account} already sent this code, and it is linked to a Drydock user."
         case Outcome.TAKEN:
             return f"{account} is linked to another Drydock user; unlink it there first, then make a new code."
         case Outcome.LIMITED:
@@ -184,7 +184,7 @@ class Routing:
             return Skip("the author is a bot or the agent itself")
         handle = lookup.team.mention_handle or self._default_handle
         if sender.channel is not Channel.GITHUB and (intent.addressed or mentions(intent.text, handle)):
-            code = link_command(intent.text, handle)
+            code = link_command(intent.text if intent.own_words is None else intent.own_words, handle)
             if code is not None:
                 return await self._link(intent, code)
         root = _review_thread_root(intent)
@@ -248,8 +248,14 @@ class Routing:
     async def _link(self, intent: Message, code: str) -> Decision:
         provider = Provider(intent.sender.channel.value)
         redemption = await self._link_codes.redeem(provider, intent.sender.external_id, code)
+        outcome = redemption.outcome
+        if (
+            outcome is Outcome.ALREADY_USED
+            and await self._accounts.user_for(provider, intent.sender.external_id) is None
+        ):
+            outcome = Outcome.INVALID
         identity = await self._accounts.identity(redemption.user_id) if redemption.user_id else None
-        return Reply(intent.reply_to, link_answer(provider, redemption.outcome, identity.login if identity else None))
+        return Reply(intent.reply_to, link_answer(provider, outcome, identity.login if identity else None))
 
     async def _finding_reply(self, intent: Message, lookup: Lookup, thread_id: str) -> Decision:
         sender = intent.sender

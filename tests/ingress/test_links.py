@@ -176,3 +176,39 @@ class TestLinear:
         await eventually(lambda: len(stage.linear.state.comments_on(issue.id)) == 2)
         assert "not valid" in stage.linear.state.comments_on(issue.id)[1].body
         assert await stage.running.accounts.user_for(Provider.LINEAR, "lin-ada") is None
+
+    async def test_an_agent_session_on_a_link_comment_links_and_starts_no_work(self, stage: Stage) -> None:
+        running, linear = stage.running, stage.linear
+        issued = await stage.codes.issue("user-ada", Provider.LINEAR)
+        issue, session = linear.state.add_issue(), linear.state.add_session()
+        body = f"@drydock link {issued.code}"
+        context = (
+            f'<issue identifier="{issue.identifier}"><title>{issue.title}</title></issue>\n<comment>{body}</comment>'
+        )
+        created = fake_linear.agent_session_created(
+            issue, session, creator_id="lin-ada", prompt_context=context, comment_body=body
+        )
+        marks = await running.stream_marks()
+        response = await running.send(signing.linear(LINEAR_SECRET, created))
+        assert response.json()["threads"] == []
+        await eventually(lambda: bool(linear.state.activities))
+        (answer,) = linear.state.activities
+        assert (answer.agent_session_id, answer.type) == (session, "response")
+        assert await running.accounts.user_for(Provider.LINEAR, "lin-ada") == "user-ada"
+
+        comment = linear.state.add_comment(issue.id, body, user_id="lin-ada")
+        payload = fake_linear.comment_created(issue, body, comment_id=comment.id, user_id="lin-ada")
+        assert (await running.send(signing.linear(LINEAR_SECRET, payload))).json()["threads"] == []
+        await eventually(lambda: len(linear.state.comments_on(issue.id)) == 2)
+        assert "already sent this code, and it is linked" in linear.state.comments_on(issue.id)[1].body
+        assert await running.stream_marks() == marks
+
+    async def test_a_code_inside_a_wider_prompt_context_is_no_link_command(self, stage: Stage) -> None:
+        issued = await stage.codes.issue("user-ada", Provider.LINEAR)
+        issue, session = stage.linear.state.add_issue(), stage.linear.state.add_session()
+        context = f"<issue><description>\nlink {issued.code}\n</description></issue>"
+        created = fake_linear.agent_session_created(issue, session, creator_id="lin-bob", prompt_context=context)
+        response = await stage.running.send(signing.linear(LINEAR_SECRET, created))
+        assert "not linked" in str(response.json()["skipped"])
+        assert await stage.running.accounts.user_for(Provider.LINEAR, "lin-bob") is None
+        assert [link.provider for link in await stage.codes.pending("user-ada")] == [Provider.LINEAR]
