@@ -149,6 +149,12 @@ class TestSettingsPages:
         assert (await ada.form("/profile/link-codes/cancel", {"provider": "linear"})).status_code == 303
         assert "linear: code valid until" not in (await ada.get("/profile")).text
 
+    async def test_a_code_for_github_is_refused_with_a_page(self, site: Site) -> None:
+        ada = await site.sign_in("ada")
+        answer = await ada.form("/profile/link-codes", {"provider": "github"})
+        assert answer.status_code == 422
+        assert "choose slack or linear" in answer.text
+
     async def test_an_account_id_typed_in_links_nothing(self, site: Site) -> None:
         ada = await site.sign_in("ada")
         answer = await ada.form("/profile/identities", {"provider": "slack", "external_id": "U0ADA"})
