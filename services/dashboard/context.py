@@ -9,7 +9,7 @@ import httpx
 import structlog
 from fastapi.routing import APIRoute
 
-from drydock.accounts import AccountsStore
+from drydock.accounts import AccountsStore, LinkCodes
 from drydock.config import Environment, Settings
 from drydock.credentials.cipher import CipherError, SecretCipher
 from drydock.credentials.user_tokens import UserTokens
@@ -40,6 +40,7 @@ class Dashboard:
     runtime: Runtime
     http: httpx.AsyncClient
     accounts: AccountsStore
+    link_codes: LinkCodes
     metadata: ThreadMetadataStore
     index: ThreadIndex
     states: ThreadStates
@@ -112,6 +113,7 @@ class Dashboard:
             runtime=runtime,
             http=http,
             accounts=accounts,
+            link_codes=LinkCodes(redis, keys, accounts),
             metadata=ThreadMetadataStore(redis, keys),
             index=ThreadIndex(redis, keys),
             states=ThreadStates(redis, keys),

@@ -14,7 +14,7 @@ from typing import Any
 import structlog
 from redis.exceptions import RedisError
 
-from drydock.accounts import AccountsStore, MembershipCache
+from drydock.accounts import AccountsStore, LinkCodes, MembershipCache
 from drydock.bus.envelopes import InboxMessage
 from drydock.channels.github.client import GithubClient
 from drydock.channels.intents import Delivery
@@ -93,7 +93,10 @@ class Ingress:
             redis, runtime.keys, host=settings.github.host, ttl=settings.ingress.org_membership_ttl
         )
         self.routing = Routing(
-            self.accounts, Authorizer(membership, github), default_handle=settings.ingress.mention_handle
+            self.accounts,
+            LinkCodes(redis, runtime.keys, self.accounts),
+            Authorizer(membership, github),
+            default_handle=settings.ingress.mention_handle,
         )
         self.dispatcher = Dispatcher(runtime.bus, ThreadMetadataStore(redis, runtime.keys), self.records)
         self._in_flight = asyncio.Semaphore(settings.ingress.max_in_flight)

@@ -11,6 +11,8 @@
 - A push by someone else to an agent branch is noted in the creating thread's inbox.
 - CI and pull-request events are forwarded to the autofix controller; so is a pull request
   comment ``@handle autofix on|off``, which starts no work.
+- A Slack or Linear message ``link CODE`` addressed to the agent redeems a link code from the
+  dashboard for its sender (:mod:`drydock.accounts.link_codes`) and is answered; it starts no work.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from drydock.accounts import AccountsStore, Provider
+from drydock.accounts import AccountsStore, LinkCodes, Outcome, Provider
 from drydock.autofix.commands import parse_command
 from drydock.bus.envelopes import Author, Channel, GithubEvent, InboxMessage, ReplyAddress, Trigger
 from drydock.channels.intents import (
@@ -31,7 +33,7 @@ from drydock.channels.intents import (
     ReviewRequest,
     Sender,
 )
-from drydock.channels.text import mentions, repository_in
+from drydock.channels.text import link_command, mentions, repository_in
 from drydock.roles import Role
 from drydock.threads import ids
 from drydock.threads.fields import new_thread_fields
@@ -136,9 +138,31 @@ def queue_reads(batch: LookupBatch, intent: Intent) -> None:
             pass
 
 
+def link_answer(provider: Provider, outcome: Outcome, login: str | None) -> str:
+    """What the agent answers a ``link CODE`` message."""
+    account = f"This {provider.value.capitalize()} account"
+    match outcome:
+        case Outcome.LINKED:
+            who = f" ({login})" if login else ""
+            return f"{account} is now linked to your Drydock user{who}: mentions from it start work as you."
+        case Outcome.ALREADY_USED:
+            return f"{account} already sent this code, and it is linked to a Drydock user."
+        case Outcome.TAKEN:
+            return f"{account} is linked to another Drydock user; unlink it there first, then make a new code."
+        case Outcome.LIMITED:
+            return "Too many link codes from this account; try again in an hour."
+    return (
+        "That link code is not valid: it was mistyped, expired, replaced or already used. "
+        "Make a new one on your Drydock profile page."
+    )
+
+
 class Routing:
-    def __init__(self, accounts: AccountsStore, authorizer: Authorizer, *, default_handle: str) -> None:
+    def __init__(
+        self, accounts: AccountsStore, link_codes: LinkCodes, authorizer: Authorizer, *, default_handle: str
+    ) -> None:
         self._accounts = accounts
+        self._link_codes = link_codes
         self._authorizer = authorizer
         self._default_handle = default_handle
 
@@ -158,12 +182,16 @@ class Routing:
         sender = intent.sender
         if sender.bot:
             return Skip("the author is a bot or the agent itself")
+        handle = lookup.team.mention_handle or self._default_handle
+        if sender.channel is not Channel.GITHUB and (intent.addressed or mentions(intent.text, handle)):
+            code = link_command(intent.text if intent.own_words is None else intent.own_words, handle)
+            if code is not None:
+                return await self._link(intent, code)
         root = _review_thread_root(intent)
         if intent.repository is not None and root is not None:
             reviewer_thread = lookup.finding_threads.get((intent.repository.lower(), root))
             if reviewer_thread is not None:
                 return await self._finding_reply(intent, lookup, reviewer_thread)
-        handle = lookup.team.mention_handle or self._default_handle
         if _on_pull_request(intent) and parse_command(intent.text, handle) is not None:
             return Skip("an autofix command: the autofix controller applies it")
         if _on_pull_request(intent) and asks_for_review(intent.text, handle):
@@ -216,6 +244,18 @@ class Routing:
             return Reply(intent.reply_to, not_enabled(repository))
         new = message(settings.full_name)
         return Route(Role.CODER, new, create=new_thread_fields(new, created_by="ingress"), acknowledge=True)
+
+    async def _link(self, intent: Message, code: str) -> Decision:
+        provider = Provider(intent.sender.channel.value)
+        redemption = await self._link_codes.redeem(provider, intent.sender.external_id, code)
+        outcome = redemption.outcome
+        if (
+            outcome is Outcome.ALREADY_USED
+            and await self._accounts.user_for(provider, intent.sender.external_id) is None
+        ):
+            outcome = Outcome.INVALID
+        identity = await self._accounts.identity(redemption.user_id) if redemption.user_id else None
+        return Reply(intent.reply_to, link_answer(provider, outcome, identity.login if identity else None))
 
     async def _finding_reply(self, intent: Message, lookup: Lookup, thread_id: str) -> Decision:
         sender = intent.sender

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drydock.channels.text import mentions, repository_in
+from drydock.channels.text import link_command, mentions, repository_in
 
 
 class TestMentions:
@@ -56,3 +56,30 @@ class TestRepository:
     @pytest.mark.parametrize("text", ["no repository", "repo:acme", "myrepo:acme/api", "repo:../etc", "repo:acme/.."])
     def test_not_found(self, text: str) -> None:
         assert repository_in(text) is None
+
+
+class TestLinkCommand:
+    @pytest.mark.parametrize(
+        ("text", "code"),
+        [
+            ("<@U0DRYBOT> link K7QX-2M9P-RT4V", "K7QX-2M9P-RT4V"),
+            ("link k7qx2m9prt4v", "k7qx2m9prt4v"),
+            ("@drydock   link K7QX-2M9P-RT4V  ", "K7QX-2M9P-RT4V"),
+            ("@Drydock LINK K7QX 2M9P RT4V", "K7QX 2M9P RT4V"),
+        ],
+    )
+    def test_the_code_of_a_link_message(self, text: str, code: str) -> None:
+        assert link_command(text, "@drydock") == code
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "@drydock please link K7QX-2M9P-RT4V to the issue",
+            "@drydock link",
+            "@drydock fix the link checker",
+            "@drydock link K7QX-2M9P-RT4V and then fix the build",
+            "@drydock link this page from the docs",
+        ],
+    )
+    def test_anything_else_is_not_a_link_message(self, text: str) -> None:
+        assert link_command(text, "@drydock") is None

@@ -1,6 +1,7 @@
 """Signing in with GitHub against the GitHub test double: the authorization code flow with
-``state`` and PKCE, who becomes an administrator, which repositories a person may see (and
-their refresh with the stored token), and the refusals."""
+``state`` and PKCE, who becomes an administrator, who may sign in at all (administrators and
+members of the allowed organizations), which repositories a person may see (and their refresh
+with the stored token), and the refusals."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ import httpx
 import pytest
 from cryptography.fernet import Fernet
 
-from drydock.accounts import Provider
+from drydock.accounts import Provider, TeamDefaults
 from drydock.config import load_settings
 from drydock.credentials.cipher import SecretCipher
 from drydock.credentials.user_tokens import UserTokens
 from services.dashboard.auth.github import GithubSignIn
 from tests.dashboard.conftest import PUBLIC_URL, Site, SiteFactory
 from tests.fakes.github import FakeGitHub
+from tests.fakes.github.activity import activity_of
 from tests.fakes.github.identity import Identity, identity_of
 
 CALLBACK = f"{PUBLIC_URL}/auth/github/callback"
@@ -71,9 +73,12 @@ async def flow(site_factory: SiteFactory, github: FakeGitHub, request: pytest.Fi
     identity.add_user("octocat", name="The Octocat", repositories=["acme/widgets"])
     identity.add_user("hubot", repositories=[])
     identity.add_team("acme", "platform", ["hubot"])
+    identity.add_user("mallory", repositories=["acme/widgets"])
+    activity_of(github.state).add_member("acme", "octocat")
     client = identity.oauth_client(app, callback_url=CALLBACK)
     key = Fernet.generate_key().decode()
-    extra = getattr(request, "param", {})
+    extra = dict(getattr(request, "param", {}))
+    allowed = extra.pop("allowed_organizations", ("acme",))
     site = await site_factory(
         github={"api_url": github.base_url, "app_id": app.id, "private_key": app.private_key_pem},
         dashboard={
@@ -87,6 +92,7 @@ async def flow(site_factory: SiteFactory, github: FakeGitHub, request: pytest.Fi
         | extra,
         crypto={"keys": [key]},
     )
+    await site.accounts.save_team(TeamDefaults(allowed_organizations=allowed))
     return GitHubSignIn(site, github, identity, key)
 
 
@@ -138,6 +144,47 @@ class TestAdministrators:
     @pytest.mark.parametrize("flow", [{"admin_logins": ["OctoCat"]}], indirect=True)
     async def test_a_configured_login_is_an_administrator(self, flow: GitHubSignIn) -> None:
         client = await flow.sign_in()
+        assert (await client.get("/api/v1/me")).json()["admin"] is True
+
+
+class TestOrganizations:
+    async def refused(self, flow: GitHubSignIn, login: str) -> httpx.Response:
+        client = flow.site.client()
+        answer = await client.get(await flow.authorize(client, login))
+        assert answer.status_code == 403, answer.text
+        assert "text/html" in answer.headers["content-type"]
+        assert "drydock_session" not in answer.headers.get("set-cookie", "")
+        user = flow.identity.user(login)
+        assert user is not None
+        assert await flow.site.accounts.user_for(Provider.GITHUB, str(user.id)) is None
+        return answer
+
+    async def test_someone_outside_the_allowed_organizations_is_refused_with_the_reason(
+        self, flow: GitHubSignIn
+    ) -> None:
+        answer = await self.refused(flow, "mallory")
+        assert "mallory is not a member of acme" in answer.text
+
+    async def test_a_member_is_asked_about_with_their_own_token(self, flow: GitHubSignIn) -> None:
+        await flow.sign_in("octocat")
+        (seen,) = [seen for seen in flow.github.requests if seen.path == "/user/memberships/orgs/acme"]
+        assert seen.authorization is not None
+        assert seen.authorization.startswith("Bearer ghu_")
+
+    @pytest.mark.parametrize("flow", [{"allowed_organizations": ("globex", "acme")}], indirect=True)
+    async def test_membership_of_any_allowed_organization_admits(self, flow: GitHubSignIn) -> None:
+        await flow.sign_in("octocat")
+
+    @pytest.mark.parametrize("flow", [{"allowed_organizations": ("globex",)}], indirect=True)
+    async def test_an_organization_the_app_is_not_installed_on_admits_nobody(self, flow: GitHubSignIn) -> None:
+        activity_of(flow.github.state).add_member("globex", "octocat")
+        await self.refused(flow, "octocat")
+
+    @pytest.mark.parametrize("flow", [{"allowed_organizations": ()}], indirect=True)
+    async def test_with_no_organization_allowed_only_administrators_sign_in(self, flow: GitHubSignIn) -> None:
+        answer = await self.refused(flow, "octocat")
+        assert "Only Drydock administrators may sign in" in answer.text
+        client = await flow.sign_in("hubot")
         assert (await client.get("/api/v1/me")).json()["admin"] is True
 
 

@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from drydock.accounts import LinkCodes, Outcome, Provider
 from drydock.bus import EventType
 from drydock.review.guidelines import Guideline, GuidelinesStore, Provenance
 from tests.dashboard.conftest import Site
@@ -123,13 +124,42 @@ class TestSettingsPages:
         assert answer.status_code == 422
         assert 'id="default_repository-error"' in answer.text
 
-    async def test_linking_and_unlinking_an_account(self, site: Site) -> None:
+    async def test_linking_an_account_shows_a_code_then_the_pending_and_verified_links(self, site: Site) -> None:
         ada = await site.sign_in("ada")
-        assert (await ada.form("/profile/identities", {"provider": "slack", "external_id": "U0ADA"})).status_code == 303
-        assert "<code>U0ADA</code>" in (await ada.get("/profile")).text
+        answer = await ada.form("/profile/link-codes", {"provider": "slack"})
+        assert answer.status_code == 201
+        code = re.search(r'<code class="link-code">([A-Z0-9-]+)</code>', answer.text)
+        assert code is not None
+        assert f"@drydock link {code.group(1)}" in answer.text
+        page = (await ada.get("/profile")).text
+        assert "slack: code valid until" in page
+        assert code.group(1) not in page
+        codes = LinkCodes(site.runtime.redis, site.runtime.keys, site.accounts)
+        assert (await codes.redeem(Provider.SLACK, "U0ADA", code.group(1))).outcome is Outcome.LINKED
+        page = (await ada.get("/profile")).text
+        assert "<code>U0ADA</code>" in page
+        assert "slack: code valid until" not in page
         removed = await ada.form("/profile/identities/remove", {"provider": "slack", "external_id": "U0ADA"})
         assert removed.status_code == 303
         assert "<code>U0ADA</code>" not in (await ada.get("/profile")).text
+
+    async def test_a_pending_link_can_be_withdrawn(self, site: Site) -> None:
+        ada = await site.sign_in("ada")
+        await ada.form("/profile/link-codes", {"provider": "linear"})
+        assert (await ada.form("/profile/link-codes/cancel", {"provider": "linear"})).status_code == 303
+        assert "linear: code valid until" not in (await ada.get("/profile")).text
+
+    async def test_a_code_for_github_is_refused_with_a_page(self, site: Site) -> None:
+        ada = await site.sign_in("ada")
+        answer = await ada.form("/profile/link-codes", {"provider": "github"})
+        assert answer.status_code == 422
+        assert "choose slack or linear" in answer.text
+
+    async def test_an_account_id_typed_in_links_nothing(self, site: Site) -> None:
+        ada = await site.sign_in("ada")
+        answer = await ada.form("/profile/identities", {"provider": "slack", "external_id": "U0ADA"})
+        assert answer.status_code in {404, 405}
+        assert await site.accounts.user_for(Provider.SLACK, "U0ADA") is None
 
     async def test_saving_the_team_defaults(self, site: Site) -> None:
         admin = await site.sign_in("root", admin=True)

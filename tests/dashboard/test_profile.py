@@ -1,9 +1,9 @@
 """``/api/v1/profile``: a person reads and replaces their own profile, with the model and effort
-checked against the catalog, and links Slack and Linear accounts nobody else has linked."""
+checked against the catalog, and links Slack and Linear accounts only with a code sent from them."""
 
 from __future__ import annotations
 
-from drydock.accounts import Provider
+from drydock.accounts import LinkCodes, Outcome, Provider, TeamDefaults
 from tests.dashboard.conftest import Site
 
 FULL = {
@@ -23,14 +23,14 @@ class TestProfile:
         answer = await ada.get("/api/v1/profile")
         assert answer.json() == {
             "user_id": "dev-ada", "default_repository": None, "model": None, "effort": None, "branch_prefix": None,
-            "draft_prs": False, "auto_open_pr": True, "autofix": False, "identities": [],
+            "draft_prs": False, "auto_open_pr": True, "autofix": False, "identities": [], "pending": [],
         }  # fmt: skip
 
     async def test_a_saved_profile_is_what_the_workers_read(self, site: Site) -> None:
         ada = await site.sign_in("ada")
         answer = await ada.send("PUT", "/api/v1/profile", FULL)
         assert answer.status_code == 200, answer.text
-        assert answer.json() | {"identities": []} == FULL | {"user_id": "dev-ada", "identities": []}
+        assert answer.json() | {"identities": []} == FULL | {"user_id": "dev-ada", "identities": [], "pending": []}
         stored = await site.accounts.profile("dev-ada")
         assert (stored.model, stored.effort, stored.branch_prefix, stored.autofix) == ("gpt-5", "high", "ada/", True)
 
@@ -84,37 +84,56 @@ class TestValidation:
         assert (await site.accounts.profile("dev-ada")).autofix is False
 
 
+def codes(site: Site) -> LinkCodes:
+    return LinkCodes(site.runtime.redis, site.runtime.keys, site.accounts)
+
+
 class TestIdentities:
-    async def test_linking_and_unlinking_a_slack_account(self, site: Site) -> None:
+    async def test_a_code_links_the_account_that_sends_it(self, site: Site) -> None:
         ada = await site.sign_in("ada")
-        answer = await ada.send("POST", "/api/v1/profile/identities", {"provider": "slack", "external_id": "U0ADA"})
-        assert answer.status_code == 201
-        assert answer.json()["identities"] == [{"provider": "slack", "external_id": "U0ADA"}]
-        assert await site.accounts.user_for(Provider.SLACK, "U0ADA") == "dev-ada"
+        answer = await ada.send("POST", "/api/v1/profile/link-codes", {"provider": "slack"})
+        assert answer.status_code == 201, answer.text
+        issued = answer.json()
+        assert f"@drydock link {issued['code']}" in issued["instructions"]
+        profile = (await ada.get("/api/v1/profile")).json()
+        assert [link["provider"] for link in profile["pending"]] == ["slack"]
+        assert profile["identities"] == []
+        assert (await codes(site).redeem(Provider.SLACK, "U0ADA", issued["code"])).outcome is Outcome.LINKED
+        profile = (await ada.get("/api/v1/profile")).json()
+        assert profile["identities"] == [{"provider": "slack", "external_id": "U0ADA"}]
+        assert profile["pending"] == []
         answer = await ada.send("DELETE", "/api/v1/profile/identities/slack/U0ADA")
         assert answer.status_code == 204
         assert await site.accounts.user_for(Provider.SLACK, "U0ADA") is None
 
-    async def test_an_account_someone_else_linked_is_409(self, site: Site) -> None:
-        ada, bob = await site.sign_in("ada"), await site.sign_in("bob")
-        await ada.send("POST", "/api/v1/profile/identities", {"provider": "linear", "external_id": "lin-1"})
-        answer = await bob.send("POST", "/api/v1/profile/identities", {"provider": "linear", "external_id": "lin-1"})
-        assert answer.status_code == 409
-        assert await site.accounts.user_for(Provider.LINEAR, "lin-1") == "dev-ada"
+    async def test_the_instructions_use_the_teams_handle(self, site: Site) -> None:
+        await site.accounts.save_team(TeamDefaults(mention_handle="@helper"))
+        ada = await site.sign_in("ada")
+        answer = await ada.send("POST", "/api/v1/profile/link-codes", {"provider": "linear"})
+        assert "comment on any issue: @helper link " in answer.json()["instructions"]
+
+    async def test_a_pending_link_is_withdrawn(self, site: Site) -> None:
+        ada = await site.sign_in("ada")
+        issued = (await ada.send("POST", "/api/v1/profile/link-codes", {"provider": "linear"})).json()
+        assert (await ada.send("DELETE", "/api/v1/profile/link-codes/linear")).status_code == 204
+        assert (await ada.send("DELETE", "/api/v1/profile/link-codes/linear")).status_code == 404
+        assert (await codes(site).redeem(Provider.LINEAR, "lin-1", issued["code"])).outcome is Outcome.INVALID
+
+    async def test_an_account_id_cannot_be_claimed(self, site: Site) -> None:
+        ada = await site.sign_in("ada")
+        answer = await ada.send("POST", "/api/v1/profile/identities", {"provider": "slack", "external_id": "U0ADA"})
+        assert answer.status_code in {404, 405}
+        assert await site.accounts.user_for(Provider.SLACK, "U0ADA") is None
 
     async def test_unlinking_someone_else_s_account_is_404(self, site: Site) -> None:
-        ada, bob = await site.sign_in("ada"), await site.sign_in("bob")
-        await ada.send("POST", "/api/v1/profile/identities", {"provider": "slack", "external_id": "U0ADA"})
+        await site.accounts.link(Provider.SLACK, "U0ADA", "dev-ada")
+        bob = await site.sign_in("bob")
         assert (await bob.send("DELETE", "/api/v1/profile/identities/slack/U0ADA")).status_code == 404
         assert await site.accounts.user_for(Provider.SLACK, "U0ADA") == "dev-ada"
 
-    async def test_github_is_not_linked_by_hand(self, site: Site) -> None:
+    async def test_github_is_not_linked_with_a_code(self, site: Site) -> None:
         ada = await site.sign_in("ada")
-        answer = await ada.send("POST", "/api/v1/profile/identities", {"provider": "github", "external_id": "1"})
+        answer = await ada.send("POST", "/api/v1/profile/link-codes", {"provider": "github"})
         assert answer.status_code == 422
         assert (await ada.send("DELETE", "/api/v1/profile/identities/github/1")).status_code == 422
-
-    async def test_an_id_with_spaces_is_refused(self, site: Site) -> None:
-        ada = await site.sign_in("ada")
-        answer = await ada.send("POST", "/api/v1/profile/identities", {"provider": "slack", "external_id": "U 1"})
-        assert answer.status_code == 422
+        assert (await ada.send("DELETE", "/api/v1/profile/link-codes/github")).status_code == 404

@@ -4,6 +4,7 @@
 extends it, the ingress reads it to authorize authors and choose repositories.
 """
 
+from drydock.accounts.link_codes import IssuedCode, LinkCodes, Outcome, PendingLink, Redemption
 from drydock.accounts.membership import MembershipCache
 from drydock.accounts.models import (
     Provider,
@@ -19,8 +20,13 @@ from drydock.accounts.store import AccountsStore, AccountTaken
 __all__ = [
     "AccountTaken",
     "AccountsStore",
+    "IssuedCode",
+    "LinkCodes",
     "MembershipCache",
+    "Outcome",
+    "PendingLink",
     "Provider",
+    "Redemption",
     "RepositorySettings",
     "RoleModel",
     "TeamDefaults",

@@ -78,6 +78,9 @@ class Message:
     """``owner/name`` when the event belongs to a repository (GitHub)."""
     references: Mapping[str, str] = field(default_factory=dict)
     follow_up_only: bool = False
+    own_words: str | None = None
+    """What the person wrote, when ``text`` is a wider context (a Linear session's prompt context
+    holds the issue too); commands such as ``link CODE`` are read from it."""
     """Only continue an existing thread, never start one (e.g. a button press)."""
 
 

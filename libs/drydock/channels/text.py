@@ -33,3 +33,17 @@ def repository_in(text: str) -> str | None:
     if found is None or {found.group(1), found.group(2)} & {".", ".."}:
         return None
     return f"{found.group(1)}/{found.group(2)}"
+
+
+_SLACK_MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
+_CODE_GROUP = "[2-9A-HJKMNP-TV-Z]{4}"
+"""Four characters of a link code (:data:`drydock.accounts.link_codes.CODE_ALPHABET`)."""
+_LINK_COMMAND = re.compile(rf"link\s+({_CODE_GROUP}[\s-]?{_CODE_GROUP}[\s-]?{_CODE_GROUP})", re.IGNORECASE)
+
+
+def link_command(text: str, handle: str) -> str | None:
+    """The code of a ``link CODE`` command (``@drydock link K7QX-…``, or ``link K7QX-…`` in a
+    direct message): the whole message once mentions are removed; ``None`` for anything else."""
+    rest = _mention_pattern(handle).sub(" ", _SLACK_MENTION.sub(" ", text))
+    found = _LINK_COMMAND.fullmatch(" ".join(rest.split()))
+    return found.group(1) if found else None

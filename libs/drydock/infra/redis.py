@@ -247,6 +247,19 @@ class Keys:
         """The external accounts linked to a user (``provider:external_id``)."""
         return f"{self.prefix}:user-accounts:{user_id}"
 
+    def link_code(self, provider: str, digest: str) -> str:
+        """A one-time link code, by the SHA-256 of the code (the code itself is never stored):
+        the Drydock user it links to, with a short TTL."""
+        return f"{self.prefix}:link-code:{provider}:{digest}"
+
+    def link_code_of(self, user_id: str, provider: str) -> str:
+        """The digest of a user's outstanding link code for ``provider`` (a pending link)."""
+        return f"{self.prefix}:link-code-of:{user_id}:{provider}"
+
+    def link_attempts(self, provider: str, external_id: str) -> str:
+        """How many link codes an external account sent in the current window."""
+        return f"{self.prefix}:link-attempts:{provider}:{external_id}"
+
     def user(self, user_id: str) -> str:
         """A user's profile hash (default repository, …)."""
         return f"{self.prefix}:user:{user_id}"

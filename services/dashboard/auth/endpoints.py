@@ -5,6 +5,10 @@ Each sign-in ends the same way (:meth:`SignIn.complete`): the person's Drydock u
 their GitHub account is linked to, else a new one linked to it), their identity for display,
 whether they are an administrator (``admin_logins``, ``admin_teams``, ``admin_groups``, decided
 at sign-in), a new session, and a redirect to where they were going (a local path only).
+
+GitHub sign-in admits administrators and active members of the team's allowed organizations
+(asked of GitHub with the person's own token); with no organization allowed, administrators only.
+Anyone else gets a 403 page saying why, and no Drydock user, token or session is made for them.
 """
 
 import hmac
@@ -19,7 +23,7 @@ from pydantic import BaseModel
 
 from drydock.accounts import AccountTaken, Provider, UserIdentity
 from services.dashboard.auth import pkce
-from services.dashboard.auth.github import SignInRefused
+from services.dashboard.auth.github import GithubSignIn, SignInRefused
 from services.dashboard.auth.guard import CSRF_FIELD, Principal
 from services.dashboard.context import Dashboard
 from services.dashboard.errors import DashboardError, Forbidden, NotFound, responses
@@ -76,6 +80,22 @@ class SignIn:
         self._d.guard.set_session_cookie(response, token)
         log.info("signed in", user_id=identity.user_id, provider=identity.provider, admin=admin)
         return response
+
+    async def github_refusal(self, github: GithubSignIn, token: str, login: str) -> str | None:
+        """Why a GitHub account that is not an administrator may not sign in; ``None`` if it may."""
+        allowed = (await self._d.accounts.team()).allowed_organizations
+        if not allowed:
+            return (
+                "Only Drydock administrators may sign in: no GitHub organization is allowed yet "
+                "(an administrator sets the allowed organizations on the Team page)."
+            )
+        for org in allowed:
+            if await github.is_member(token, org):
+                return None
+        return (
+            f"{login} is not a member of {', '.join(allowed)}, the GitHub organizations allowed to use this "
+            "Drydock. Ask an administrator to add you, then sign in again."
+        )
 
     async def github_user(self, github_id: int) -> str:
         """The Drydock user of a GitHub account: the one it is linked to, else a new one."""
@@ -150,6 +170,12 @@ def routers(dashboard: Dashboard, pages: Pages) -> list[APIRouter]:
                 teams = await github.teams(token.access_token)
             except DashboardError as failure:
                 log.warning("teams not readable at sign-in", login=user.login, error=failure.message)
+        admin = signin.is_admin(user.login, teams=teams)
+        if not admin:
+            why = await signin.github_refusal(github, token.access_token, user.login)
+            if why is not None:
+                log.info("sign-in refused", login=user.login, reason=why)
+                return refused(request, why, 403)
         try:
             repositories = await github.repositories(token.access_token)
         except DashboardError as failure:
@@ -162,9 +188,7 @@ def routers(dashboard: Dashboard, pages: Pages) -> list[APIRouter]:
         identity = UserIdentity(
             user_id=user_id, provider="github", login=user.login, name=user.name, avatar_url=user.avatar_url
         )
-        return await signin.complete(
-            identity, admin=signin.is_admin(user.login, teams=teams), target=str(attempt["target"])
-        )
+        return await signin.complete(identity, admin=admin, target=str(attempt["target"]))
 
     @site.get("/auth/oidc")
     async def oidc_start(next: str | None = None) -> Response:

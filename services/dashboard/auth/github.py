@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import httpx
 
@@ -95,16 +95,18 @@ class GithubSignIn:
         expires_at = datetime.now(UTC) + timedelta(seconds=int(expires_in)) if expires_in else None
         return GithubToken(str(body["access_token"]), expires_at)
 
+    @staticmethod
+    def _headers(token: str) -> dict[str, str]:
+        return {
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": API_VERSION,
+        }
+
     async def _get(self, token: str, path: str, params: dict[str, str] | None = None) -> httpx.Response:
         try:
             response = await self._http.get(
-                f"{self._api_url}{path}" if path.startswith("/") else path,
-                params=params,
-                headers={
-                    "Authorization": f"Bearer {token}",
-                    "Accept": "application/vnd.github+json",
-                    "X-GitHub-Api-Version": API_VERSION,
-                },
+                f"{self._api_url}{path}" if path.startswith("/") else path, params=params, headers=self._headers(token)
             )
         except httpx.HTTPError as error:
             raise Unavailable(f"GitHub cannot be reached: {describe(error)}") from None
@@ -128,6 +130,22 @@ class GithubSignIn:
             for team in teams
             if isinstance(team.get("organization"), dict) and team.get("slug")
         }
+
+    async def is_member(self, token: str, org: str) -> bool:
+        """Whether the person is an active member of ``org`` (``GET /user/memberships/orgs/{org}``:
+        404 for a non-member, or where a GitHub App's user token does not reach, as the App is
+        not installed there; a pending invitation is no membership)."""
+        path = f"/user/memberships/orgs/{quote(org, safe='')}"
+        try:
+            response = await self._http.get(f"{self._api_url}{path}", headers=self._headers(token))
+        except httpx.HTTPError as error:
+            raise Unavailable(f"GitHub cannot be reached: {describe(error)}") from None
+        if response.status_code in {403, 404}:
+            return False
+        if not response.is_success:
+            raise BadGateway(f"GitHub answered {response.status_code} to GET {path}")
+        body = _json(response)
+        return isinstance(body, dict) and body.get("state") == "active"
 
     async def repositories(self, token: str) -> set[str]:
         """The repositories of the App's installations that the person may see, lower-cased."""

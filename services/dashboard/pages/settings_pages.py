@@ -10,7 +10,7 @@ from services.dashboard.auth.guard import Principal
 from services.dashboard.errors import Invalid
 from services.dashboard.pages.common import EFFORTS, PageKit, back, field_errors
 from services.dashboard.pages.forms import read_form
-from services.dashboard.profiles.schemas import IdentityIn, ProfileIn
+from services.dashboard.profiles.schemas import LinkCodeOut, ProfileIn
 from services.dashboard.profiles.service import Profiles
 from services.dashboard.repositories.schemas import RepositoryIn
 from services.dashboard.repositories.service import Repositories
@@ -23,13 +23,22 @@ def routes(site: APIRouter, kit: PageKit) -> None:
     profiles, team, repositories = Profiles(dashboard), Team(dashboard), Repositories(dashboard)
 
     async def profile_page(
-        request: Request, principal: Principal, errors: dict[str, str], status: int = 200
+        request: Request,
+        principal: Principal,
+        errors: dict[str, str],
+        status: int = 200,
+        link_code: LinkCodeOut | None = None,
     ) -> Response:
         return kit.render(
             request, "profile.html", principal, status, profile=await profiles.get(principal),
             models=list(dashboard.catalog.ids), efforts=EFFORTS,
-            errors=errors,
+            errors=errors, link_code=link_code,
         )  # fmt: skip
+
+    def linkable(form_value: str) -> Provider:
+        if form_value not in {Provider.SLACK.value, Provider.LINEAR.value}:
+            raise Invalid.field(("body", "provider"), "choose slack or linear")
+        return Provider(form_value)
 
     @site.get("/profile")
     async def profile(request: Request) -> Response:
@@ -56,18 +65,20 @@ def routes(site: APIRouter, kit: PageKit) -> None:
             return await profile_page(request, principal, field_errors(error), 422)
         return back("/profile", "Profile saved.")
 
-    @site.post("/profile/identities")
-    async def link_identity(request: Request) -> Response:
+    @site.post("/profile/link-codes")
+    async def start_link(request: Request) -> Response:
         principal = await kit.signed_in(request)
         form = await read_form(request, guard, principal)
-        try:
-            identity = IdentityIn.model_validate(
-                {"provider": form.text("provider"), "external_id": form.text("external_id").strip()}
-            )
-        except ValueError as error:
-            return await profile_page(request, principal, field_errors(error), 422)
-        await profiles.link(principal, identity)
-        return back("/profile", f"Linked your {identity.provider} account.")
+        code = await profiles.start_link(principal, linkable(form.text("provider")))
+        return await profile_page(request, principal, {}, 201, link_code=code)
+
+    @site.post("/profile/link-codes/cancel")
+    async def cancel_link(request: Request) -> Response:
+        principal = await kit.signed_in(request)
+        form = await read_form(request, guard, principal)
+        provider = linkable(form.text("provider"))
+        await profiles.cancel_link(principal, provider)
+        return back("/profile", f"Withdrew the pending {provider.value} link.")
 
     @site.post("/profile/identities/remove")
     async def unlink_identity(request: Request) -> Response:

@@ -8,7 +8,7 @@ from drydock.accounts import Provider
 from services.dashboard.auth.guard import Principal
 from services.dashboard.context import Dashboard
 from services.dashboard.errors import responses
-from services.dashboard.profiles.schemas import IdentityIn, ProfileIn, ProfileOut
+from services.dashboard.profiles.schemas import LinkCodeIn, LinkCodeOut, ProfileIn, ProfileOut
 from services.dashboard.profiles.service import Profiles
 
 
@@ -27,9 +27,21 @@ def router(dashboard: Dashboard) -> APIRouter:
     async def put_profile(principal: Writer, change: ProfileIn) -> ProfileOut:
         return await profiles.save(principal, change)
 
-    @api.post("/identities", status_code=201, responses=responses(409, 422), summary="Link a Slack or Linear account")
-    async def link_identity(principal: Writer, identity: IdentityIn) -> ProfileOut:
-        return await profiles.link(principal, identity)
+    @api.post(
+        "/link-codes",
+        status_code=201,
+        responses=responses(422),
+        summary="Start linking a Slack or Linear account: a one-time code to send from it",
+    )
+    async def start_link(principal: Writer, request: LinkCodeIn) -> LinkCodeOut:
+        return await profiles.start_link(principal, Provider(request.provider))
+
+    @api.delete(
+        "/link-codes/{provider}", status_code=204, responses=responses(404, 422), summary="Withdraw a pending link"
+    )
+    async def cancel_link(principal: Writer, provider: Provider) -> Response:
+        await profiles.cancel_link(principal, provider)
+        return Response(status_code=204)
 
     @api.delete(
         "/identities/{provider}/{external_id}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,6 +15,13 @@ class Identity(BaseModel):
     external_id: str
 
 
+class PendingLink(BaseModel):
+    """A link code issued and not yet sent from the account: it confers nothing."""
+
+    provider: Literal["slack", "linear"]
+    expires_at: datetime
+
+
 class ProfileOut(BaseModel):
     user_id: str
     default_repository: str | None
@@ -23,7 +31,8 @@ class ProfileOut(BaseModel):
     draft_prs: bool
     auto_open_pr: bool
     autofix: bool
-    identities: list[Identity] = Field(description="Linked GitHub, Slack and Linear accounts.")
+    identities: list[Identity] = Field(description="Linked (verified) GitHub, Slack and Linear accounts.")
+    pending: list[PendingLink] = Field(description="Slack and Linear links waiting for their code.")
 
 
 class ProfileIn(BaseModel):
@@ -40,10 +49,18 @@ class ProfileIn(BaseModel):
     autofix: bool = False
 
 
-class IdentityIn(BaseModel):
-    """A Slack or Linear account to link (its user id there)."""
+class LinkCodeIn(BaseModel):
+    """Which kind of account to link."""
 
     model_config = ConfigDict(extra="forbid")
 
     provider: Literal["slack", "linear"]
-    external_id: str = Field(min_length=1, max_length=200, pattern=r"^[^\s]+$")
+
+
+class LinkCodeOut(BaseModel):
+    """A one-time code to send from the account to link; shown once."""
+
+    provider: Literal["slack", "linear"]
+    code: str
+    expires_at: datetime
+    instructions: str = Field(description="Where to send the code, in words.")

@@ -1,17 +1,22 @@
 """The signed-in user's API, with a user access token (``Authorization: Bearer ghu_…``):
-``GET /user``, ``GET /user/teams``, ``GET /user/installations`` and
-``GET /user/installations/{installation_id}/repositories``, paginated as GitHub paginates.
+``GET /user``, ``GET /user/teams``, ``GET /user/memberships/orgs/{org}``,
+``GET /user/installations`` and ``GET /user/installations/{installation_id}/repositories``,
+paginated as GitHub paginates.
 
 ``/user/installations`` lists the installations of the token's own App that the user can reach a
-repository of; a token not issued to a GitHub App is refused with 403, as GitHub does."""
+repository of; a token not issued to a GitHub App is refused with 403, as GitHub does. A GitHub
+App's user token sees the user's organization memberships only where that App is installed (a
+user-to-server token is limited to the App's access); elsewhere, and for non-members, 404."""
 
 from __future__ import annotations
 
+import zlib
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
+from tests.fakes.github.activity import activity_of
 from tests.fakes.github.app_tokens import installation_json, repository_json
 from tests.fakes.github.auth import state
 from tests.fakes.github.errors import GitHubError, not_found
@@ -22,6 +27,7 @@ from tests.fakes.github.state import UserToken
 router = APIRouter()
 
 USER_DOCS = "https://docs.github.com/rest/users/users#get-the-authenticated-user"
+MEMBERSHIP_DOCS = "https://docs.github.com/rest/orgs/members#get-an-organization-membership-for-the-authenticated-user"
 INSTALLATIONS_DOCS = (
     "https://docs.github.com/rest/apps/installations#list-app-installations-accessible-to-the-user-access-token"
 )
@@ -92,6 +98,30 @@ async def user_teams(request: Request, token: Annotated[UserToken, Depends(user_
     ]
     page, headers = paginate(request, teams)
     return JSONResponse(page, headers=headers)
+
+
+@router.get("/user/memberships/orgs/{org}")
+async def organization_membership(
+    org: str, request: Request, token: Annotated[UserToken, Depends(user_token)]
+) -> dict[str, Any]:
+    github, identity = state(request), identity_of(state(request))
+    client = identity.clients.get(identity.token_clients.get(token.token, ""))
+    if client is not None and not any(
+        installation.app_id == client.app_id and installation.account.lower() == org.lower()
+        for installation in github.installations.values()
+    ):
+        raise not_found(MEMBERSHIP_DOCS)
+    if token.login.lower() not in activity_of(github).org_members.get(org.lower(), set()):
+        raise not_found(MEMBERSHIP_DOCS)
+    base = _base(request)
+    return {
+        "url": f"{base}/orgs/{org}/memberships/{token.login}",
+        "state": "active",
+        "role": "member",
+        "organization_url": f"{base}/orgs/{org}",
+        "organization": {"login": org, "id": zlib.crc32(org.lower().encode()), "url": f"{base}/orgs/{org}"},
+        "user": user_json(_user(request, token), base),
+    }
 
 
 @router.get("/user/installations")

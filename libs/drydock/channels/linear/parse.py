@@ -94,6 +94,11 @@ def _prompt_of(payload: Object, action: str, session: Object) -> tuple[str, str 
     return text, optional_string(session, "creatorId") or (optional_string(creator, "id") if creator else None)
 
 
+def _comment_body(session: Object) -> str | None:
+    comment = optional_obj(session, "comment")
+    return optional_string(comment, "body") if comment else None
+
+
 def _agent_session(payload: Object, delivery: str, organization: str) -> Delivery:
     action = optional_string(payload, "action") or ""
     if action not in {"created", "prompted"}:
@@ -123,6 +128,7 @@ def _agent_session(payload: Object, delivery: str, organization: str) -> Deliver
         ),
         addressed=True,
         references=_references(organization, issue_id, issue, linear_agent_session_id=session_id),
+        own_words=_comment_body(session) if action == "created" else None,
     )
     return Delivery(Channel.LINEAR, delivery, "AgentSessionEvent", intents=(message,))
 
