@@ -26,6 +26,7 @@ from drydock.middleware import (
     ANALYZER_ORDER,
     CODER_ORDER,
     REVIEWER_ORDER,
+    Planning,
     ProviderEdge,
     RunLimits,
     StopReason,
@@ -139,6 +140,11 @@ async def _build(
     return graph, stacks
 
 
+def _no_node_per_step(graph: Graph) -> None:
+    """No middleware of ours, nor the coder's plan, adds a graph node (and a checkpoint) to every step."""
+    assert not [name for name in graph.nodes if name.endswith(("before_model", "after_model"))]
+
+
 def _edge_is_innermost(graph: Graph) -> None:
     chain = model_call_chain(graph)
     edge = chain[-1]
@@ -155,12 +161,15 @@ class TestTheBuiltRoles:
         steps = _without_strip(CODER_ORDER)
         steps.remove("ModelFallbackMiddleware")
         assert stacks.names("coder") == [*HEAD, "TodoListMiddleware", *steps, *TAIL]
+        assert isinstance(stacks.by_agent["coder"][len(HEAD)], Planning)
         _edge_is_innermost(coder)
+        _no_node_per_step(coder)
 
         general = subagent(coder, "general-purpose")
         assert tool_names(general) == [*FILE_TOOLS, *NUDGES, *CODER_TOOLS]
         assert stacks.names("general-purpose") == [*SUBAGENT_HEAD, *steps, *TAIL]
         _edge_is_innermost(general)
+        _no_node_per_step(general)
 
     async def test_the_reviewer_reads_only_and_has_no_subagent(
         self, parts: Parts, monkeypatch: pytest.MonkeyPatch
@@ -171,6 +180,7 @@ class TestTheBuiltRoles:
         assert stacks.names("reviewer") == [*HEAD, *_without_strip(REVIEWER_ORDER), *TAIL]
         assert isinstance(stacks.by_agent["reviewer"][1], NoSubagents)
         _edge_is_innermost(reviewer)
+        _no_node_per_step(reviewer)
 
     async def test_the_analyzer_keeps_its_one_saving_tool(self, parts: Parts, monkeypatch: pytest.MonkeyPatch) -> None:
         analyzer, stacks = await _build(parts, Role.ANALYZER, make_analyzer, monkeypatch)

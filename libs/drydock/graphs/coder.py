@@ -1,21 +1,20 @@
 """The ``coder`` graph (named in ``langgraph.json``): a deep agent working in the thread's
-sandbox, with the coder's tools, the framework's todo tool (``write_todos``) for its plan
-whatever the model, its ordered middleware stack, and its general-purpose subagent inside that
-stack (:mod:`drydock.graphs.subagents`)."""
+sandbox, with the coder's tools, the framework's todo tool for its plan whatever the model
+(:class:`~drydock.middleware.planning.Planning`), its ordered middleware stack, and its
+general-purpose subagent inside that stack (:mod:`drydock.graphs.subagents`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from deepagents import create_deep_agent
-from langchain.agents.middleware import TodoListMiddleware
 from langgraph.graph.state import CompiledStateGraph
 
 from drydock.graphs.coder_prompt import coder_prompt
 from drydock.graphs.inputs import AgentInputs
 from drydock.graphs.subagents import coder_subagent
 from drydock.graphs.token_count import summarization
-from drydock.middleware import BackendInstructionFiles, StepBudget, at_the_provider_edge, coder_middleware
+from drydock.middleware import BackendInstructionFiles, Planning, StepBudget, at_the_provider_edge, coder_middleware
 
 
 def make_coder(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]:
@@ -41,7 +40,7 @@ def make_coder(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]:
             scope, inputs.checkout, branch_prefix=inputs.branch_prefix, auto_open_pr=inputs.auto_open_pr
         ),
         middleware=[
-            TodoListMiddleware(),
+            Planning(),
             *at_the_provider_edge(middleware),
             summarization(inputs.model, inputs.backend),
         ],

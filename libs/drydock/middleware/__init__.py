@@ -6,6 +6,7 @@ from drydock.middleware.inbox_injection import InboxInjection, InboxState
 from drydock.middleware.model_call_limit import ModelCallLimit, StepBudget
 from drydock.middleware.model_fallback import model_fallback
 from drydock.middleware.outcome import StopReason, stop_reason
+from drydock.middleware.planning import Planning
 from drydock.middleware.protocols import (
     InboxReader,
     InstructionFileReader,
@@ -44,6 +45,7 @@ __all__ = [
     "InboxState",
     "InstructionFileReader",
     "ModelCallLimit",
+    "Planning",
     "ProviderEdge",
     "RunLimits",
     "SandboxCircuitBreaker",
