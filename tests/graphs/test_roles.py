@@ -44,7 +44,7 @@ from drydock.tools import ANALYZER_TOOLS, CODER_TOOLS, REVIEWER_TOOLS, build_too
 from drydock.tools.context import ThreadScope
 from tests.fakes.openai_server import Script, ScriptedModelServer
 from tests.graphs.built import Graph, Stacks, model_call_chain, recording, subagent, tool_names
-from tests.middleware.conftest import chat_model, run_config
+from tests.middleware.conftest import RecordingNotifier, chat_model, run_config
 from tests.tools.conftest import MakeContext
 
 HEAD = ["FilesystemMiddleware", "SubAgentMiddleware", "_ParentNotifierMiddleware", "SummarizationMiddleware"]
@@ -267,6 +267,30 @@ class TestSharedStepBudget:
         assert len(server.requests) == 2
         assert "step limit" in _answers(result["messages"])["task"]
         assert stop_reason(result["messages"]) is StopReason.STEP_LIMIT
+
+
+class TestSharedCircuitBreaker:
+    async def test_sandbox_failures_in_a_subagent_stop_the_run(
+        self, parts: Parts, local_provider: LocalProvider
+    ) -> None:
+        await local_provider.delete(parts.sandbox.handle.id)
+        notifier = RecordingNotifier()
+        script = (
+            Script()
+            .tool_call("task", description="List the workspace.", subagent_type="general-purpose")
+            .tool_call("ls", path="/")
+            .reply("unreachable: the subagent after the failure")
+            .reply("unreachable: the agent after the failure")
+        )
+        async with ScriptedModelServer(script) as server:
+            inputs = parts.inputs(Role.CODER, server, limits=RunLimits(sandbox_failures=1), notifier=notifier)
+            coder = make_coder(inputs)
+            result = await coder.ainvoke({"messages": []}, run_config(parts.thread_id))
+
+        assert len(server.requests) == 2
+        assert stop_reason(result["messages"]) is StopReason.SANDBOX_FAILURES
+        assert "sandbox failed 1 times" in _answers(result["messages"])["task"]
+        assert len(notifier.notices) == 1
 
 
 class TestCoderPlan:

@@ -14,7 +14,14 @@ from drydock.graphs.coder_prompt import coder_prompt
 from drydock.graphs.inputs import AgentInputs
 from drydock.graphs.subagents import coder_subagent
 from drydock.graphs.token_count import summarization
-from drydock.middleware import BackendInstructionFiles, Planning, StepBudget, at_the_provider_edge, coder_middleware
+from drydock.middleware import (
+    BackendInstructionFiles,
+    Planning,
+    SandboxCircuitBreaker,
+    StepBudget,
+    at_the_provider_edge,
+    coder_middleware,
+)
 
 
 def make_coder(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]:
@@ -33,6 +40,7 @@ def make_coder(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]:
         limits=inputs.limits,
         budget=budget,
     )
+    breaker = next(m for m in middleware if isinstance(m, SandboxCircuitBreaker))
     return create_deep_agent(
         inputs.model,
         inputs.tools,
@@ -44,7 +52,7 @@ def make_coder(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]:
             *at_the_provider_edge(middleware),
             summarization(inputs.model, inputs.backend),
         ],
-        subagents=[coder_subagent(inputs, budget)],
+        subagents=[coder_subagent(inputs, budget, breaker)],
         backend=inputs.backend,
         checkpointer=inputs.checkpointer,
         name="coder",

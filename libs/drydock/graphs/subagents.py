@@ -3,10 +3,11 @@
 - **coder**: one, the framework's general-purpose subagent behind ``task``, built here instead
   of by ``create_deep_agent`` so that it runs inside the coder's stack: the same eleven steps
   in the same order, spending the run's one step budget (a ``task`` call's model calls count
-  against the run's step limit) and counting sandbox failures on the thread's one circuit
-  breaker. The conversation stays with the agent that called ``task``: the subagent's inbox
-  injection, status indicator and step-limit notice are bound to nothing (the agent reads the
-  inbox, shows the status and sends the notice). Around the stack it gets what the framework
+  against the run's step limit) and tripping the run's one circuit breaker (the same
+  instance: failures in the subagent stop the agent too). The conversation stays with the
+  agent that called ``task``: the subagent's inbox injection, status indicator and step-limit
+  notice are bound to nothing (the agent reads the inbox, shows the status and sends the
+  notice). Around the stack it gets what the framework
   gives its general-purpose subagent: file and shell tools, summarization, patching of
   dangling tool calls and prompt caching, with the last slot taken by the
   :class:`~drydock.middleware.provider_edge.ProviderEdge`. It has no ``write_todos``: the plan
@@ -33,7 +34,13 @@ from langchain.agents.middleware import AgentMiddleware, AgentState
 
 from drydock.graphs.inputs import AgentInputs
 from drydock.graphs.token_count import summarization
-from drydock.middleware import BackendInstructionFiles, StepBudget, at_the_provider_edge, coder_middleware
+from drydock.middleware import (
+    BackendInstructionFiles,
+    SandboxCircuitBreaker,
+    StepBudget,
+    at_the_provider_edge,
+    coder_middleware,
+)
 
 SUBAGENT_SLOT = SubAgentMiddleware.__name__
 
@@ -46,7 +53,9 @@ class NoSubagents(AgentMiddleware[AgentState[Any], Any, Any]):
         return SUBAGENT_SLOT
 
 
-def coder_subagent_middleware(inputs: AgentInputs, budget: StepBudget) -> list[AgentMiddleware[Any, Any, Any]]:
+def coder_subagent_middleware(
+    inputs: AgentInputs, budget: StepBudget, breaker: SandboxCircuitBreaker
+) -> list[AgentMiddleware[Any, Any, Any]]:
     """The whole middleware list of the coder's general-purpose subagent, innermost last."""
     stack = coder_middleware(
         thread_id=inputs.scope.thread_id,
@@ -59,6 +68,7 @@ def coder_subagent_middleware(inputs: AgentInputs, budget: StepBudget) -> list[A
         fallback=inputs.fallback,
         limits=inputs.limits,
         budget=budget,
+        breaker=breaker,
         subagent=True,
     )
     *steps, edge = at_the_provider_edge(stack)
@@ -72,13 +82,14 @@ def coder_subagent_middleware(inputs: AgentInputs, budget: StepBudget) -> list[A
     return [*middleware, edge]
 
 
-def coder_subagent(inputs: AgentInputs, budget: StepBudget) -> CompiledSubAgent:
-    """The coder's general-purpose subagent, inside the coder's stack and spending ``budget``."""
+def coder_subagent(inputs: AgentInputs, budget: StepBudget, breaker: SandboxCircuitBreaker) -> CompiledSubAgent:
+    """The coder's general-purpose subagent, inside the coder's stack, spending ``budget`` and
+    tripping ``breaker``."""
     runnable = create_agent(
         inputs.model,
         tools=inputs.tools,
         system_prompt=GENERAL_PURPOSE_SUBAGENT["system_prompt"],
-        middleware=coder_subagent_middleware(inputs, budget),
+        middleware=coder_subagent_middleware(inputs, budget, breaker),
         state_schema=DeepAgentState,
         name=GENERAL_PURPOSE_SUBAGENT["name"],
     )

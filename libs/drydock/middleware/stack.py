@@ -31,9 +31,10 @@ framework's own last middleware: ``create_deep_agent`` puts the caller's middlew
 base stack (filesystem, subagents, summarization, patching tool calls) and before its tail
 (prompt caching, unsupported content), so only that slot is innermost. A subagent runs its
 role's steps in the same order (``subagent=True``): it spends the run's one
-:class:`~drydock.middleware.model_call_limit.StepBudget`, counts sandbox failures on the
-thread's one circuit breaker, and leaves the conversation (inbox, status, notices) to the agent
-that called it. ``tests/graphs/test_roles.py`` pins each role's whole built stack.
+:class:`~drydock.middleware.model_call_limit.StepBudget`, shares the run's one
+:class:`~drydock.middleware.sandbox_circuit_breaker.SandboxCircuitBreaker` instance, and
+leaves the conversation (inbox, status, notices) to the agent that called it.
+``tests/graphs/test_roles.py`` pins each role's whole built stack.
 """
 
 from __future__ import annotations
@@ -120,6 +121,7 @@ def coder_middleware(
     fallback: BaseChatModel | None = None,
     limits: RunLimits = RunLimits(),
     budget: StepBudget | None = None,
+    breaker: SandboxCircuitBreaker | None = None,
     subagent: bool = False,
 ) -> list[AgentMiddleware[Any, Any, Any]]:
     """The coder's middleware for one run of ``thread_id``, in :data:`CODER_ORDER`.
@@ -129,8 +131,10 @@ def coder_middleware(
     reads the sandbox's files under ``repository_root``; ``fallback`` is the fallback model,
     given only when it differs from the run's model. ``budget`` is the run's step budget (None:
     one of ``limits.model_calls``); a ``subagent`` stack spends the budget of the run that
-    started it.
+    started it and trips its ``breaker`` (the very instance in the run's own stack).
     """
+    if subagent and breaker is None:
+        raise ValueError("a subagent's stack needs the circuit breaker of the run that starts it")
     stack: list[AgentMiddleware[Any, Any, Any] | None] = [
         SanitizeToolInputs(),
         _limit(limits, budget, subagent),
@@ -140,7 +144,8 @@ def coder_middleware(
         StatusIndicators(status, thread_id),
         EmptyReplyNudge(max_nudges=limits.empty_replies, role=Role.CODER),
         StepLimitNotice(notifier, thread_id),
-        SandboxCircuitBreaker(sandbox_failures, thread_id, notifier=notifier, threshold=limits.sandbox_failures),
+        breaker
+        or SandboxCircuitBreaker(sandbox_failures, thread_id, notifier=notifier, threshold=limits.sandbox_failures),
         model_fallback(fallback),
         StripMalformedReasoning(),
     ]
