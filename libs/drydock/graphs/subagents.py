@@ -7,11 +7,10 @@
   instance: failures in the subagent stop the agent too). The conversation stays with the
   agent that called ``task``: the subagent's inbox injection, status indicator and step-limit
   notice are bound to nothing (the agent reads the inbox, shows the status and sends the
-  notice). Around the stack it gets what the framework
-  gives its general-purpose subagent: file and shell tools, summarization, patching of
-  dangling tool calls and prompt caching, with the last slot taken by the
-  :class:`~drydock.middleware.provider_edge.ProviderEdge`. It has no ``write_todos``: the plan
-  is the calling agent's.
+  notice). Around the stack it gets what the framework gives its general-purpose subagent:
+  file and shell tools, summarization, patching of dangling tool calls and prompt caching,
+  with the last slot taken by the :class:`~drydock.middleware.provider_edge.ProviderEdge`.
+  It has no ``write_todos``: the plan is the calling agent's.
 - **reviewer** and **analyzer**: none. A subagent would be a second agent to keep read-only
   and inside a lean stack for work the role does in a few reads; :class:`NoSubagents` takes
   the framework's subagent slot, so they have no ``task`` tool.
