@@ -33,6 +33,7 @@ from drydock.middleware import (
     stop_reason,
 )
 from drydock.middleware.empty_reply import CONTINUE
+from drydock.models import BUILTIN_MODELS
 from drydock.review.checkouts import AnalysisCheckout, ReviewCheckout
 from drydock.review.target import ReviewTarget
 from drydock.roles import Role
@@ -204,6 +205,21 @@ async def _commit_repository(parts: Parts) -> None:
 
 def _answers(messages: list[Any]) -> dict[str, str]:
     return {str(m.name): m.text for m in messages if isinstance(m, ToolMessage)}
+
+
+class TestEveryModel:
+    @pytest.mark.parametrize("model", [spec.id for spec in BUILTIN_MODELS])
+    async def test_the_coder_plans_and_strips_last_whatever_the_model(
+        self, parts: Parts, model: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        async with ScriptedModelServer() as server:
+            with recording(monkeypatch) as stacks:
+                coder = make_coder(parts.inputs(Role.CODER, server, model=chat_model(server, model)))
+
+        assert "write_todos" in tool_names(coder)
+        assert stacks.names("coder")[-len(TAIL) :] == TAIL
+        _edge_is_innermost(coder)
+        _edge_is_innermost(subagent(coder, "general-purpose"))
 
 
 class TestReviewerRun:
