@@ -34,7 +34,7 @@ from tests.fakes.openai_server import Script
 
 THREAD = analyzer_thread("github.com", REPOSITORY)
 SCHEDULE = continual_schedule_id("github.com", REPOSITORY)
-ANALYZER_READ_TOOLS = ["ls", "read_file", "glob", "grep", "task"]
+ANALYZER_READ_TOOLS = ["ls", "read_file", "glob", "grep"]
 HISTORY = [
     (11, "calc.py", "Please close the file with a `with` block."),
     (11, "io.py", "nit: this reads better as a list comprehension"),

@@ -19,8 +19,10 @@ from tests.fakes.github.activity import activity_of
 from tests.fakes.openai_server import Script
 
 ISSUE = 7
-FRAMEWORK_TOOLS = ["ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep", "execute", "task"]
-"""What ``deepagents`` gives every agent: file, shell, search and task tools."""
+FRAMEWORK_TOOLS = [
+    "ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep", "execute", "task", "write_todos",
+]  # fmt: skip
+"""What ``deepagents`` gives the coder: file, shell, search, task and planning tools."""
 CODER_TOOL_NAMES = [
     "http_request",
     "web_search",

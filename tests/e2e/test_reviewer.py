@@ -1,7 +1,8 @@
 """The reviewer end to end: a pull request opened on a repository with review enabled becomes one
 GitHub review with inline comments; a later push gets only the new findings, and a finding the
 push fixed gets a reply and its thread resolved; a person's reply on a finding reaches the
-reviewer, which dismisses it; the reviewer's push is refused by the credential proxy; its prompt
+reviewer, which dismisses it; the reviewer has no shell to push with and reads history with its
+read-only git tool; its prompt
 carries the repository's approved guidelines."""
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from tests.fakes.openai_server import Script
 NUMBER = 5
 BRANCH = "feature/division"
 THREAD = ids.reviewer("github.com", ORG, "widgets", NUMBER)
-READ_TOOLS = ["ls", "read_file", "glob", "grep", "execute", "task"]
-"""The framework's tools the reviewer keeps: reading files, a shell, and the task tool."""
+READ_TOOLS = ["ls", "read_file", "glob", "grep"]
+"""The framework's tools the reviewer keeps: reading files only (no shell, no task)."""
 
 FIRST = """def add(a, b):
     return a - b
@@ -182,7 +183,7 @@ class TestReview:
             assert "not in the pull request's diff" in out_of_diff["content"]
 
             first = stage.model.requests[0]
-            assert first.tool_names == [*READ_TOOLS, *REVIEWER_TOOLS]
+            assert first.tool_names == [*READ_TOOLS, *REVIEWER_TOOLS, "git"]
             system = first.texts("system")[0]
             assert "Guard every division." in system
             assert "Unapproved rule." not in system
@@ -289,23 +290,28 @@ class TestReview:
 
 
 class TestReadOnly:
-    async def test_a_push_from_the_reviewers_sandbox_is_refused_by_the_proxy(self, tmp_path: Path) -> None:
+    async def test_the_reviewer_has_no_shell_and_reads_history_with_git(self, tmp_path: Path) -> None:
         push = "cd widgets && git push origin HEAD:refs/heads/reviewer-was-here 2>&1; echo exit=$?"
-        script = Script().tool_call("execute", command=push).reply("Tried to push.")
+        script = (
+            Script()
+            .tool_call("execute", command=push)
+            .tool_call("write_file", file_path="/tmp/x", content="x")
+            .tool_call("git", command="show", args=["--stat", "HEAD"])
+            .reply("Could not push.")
+        )
         async with pipeline(tmp_path, script, roles=(Role.REVIEWER,), review={"auto_bootstrap": False}) as stage:
             await enable_review(stage)
             author = Author(stage, tmp_path)
-            await author.deliver("opened", await author.push(FIRST, "Add div and mean"))
+            sha = await author.push(FIRST, "Add div and mean")
+            await author.deliver("opened", sha)
             await eventually(lambda: completed(stage), within=60, what="the run")
 
-            output = stage.model.requests[1].messages[-1]["content"]
-            assert "exit=0" not in output
-            assert "read-only" in output
+            for step, tool in ((1, "execute"), (2, "write_file")):
+                answer = stage.model.requests[step].messages[-1]["content"]
+                assert f"{tool} is not a valid tool" in answer
+            shown = stage.model.requests[3].messages[-1]["content"]
+            assert "Add div and mean" in shown
+            assert "calc.py" in shown
             upstream = stage.git.repository_path(REPOSITORY)
             refs = await git("--git-dir", str(upstream), "for-each-ref", env=isolated_git_env(tmp_path))
             assert "reviewer-was-here" not in refs
-
-            async def denied() -> bool:
-                return any(event.type is EventType.PROXY_DENIED for event in await stage.events(THREAD))
-
-            assert await eventually(denied, within=10, what="the proxy's denial on the thread")

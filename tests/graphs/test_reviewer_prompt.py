@@ -37,7 +37,7 @@ class TestReviewerPrompt:
         assert 'acme/widgets#5 "Division helpers" by octocat' in prompt
         assert f"Its head `{TARGET.head_sha}` is checked out at `/w/widgets`" in prompt
         assert "- `calc.py` (modified, +8 -1)" in prompt
-        assert "git -C /w/widgets diff origin/main...HEAD" in prompt
+        assert '`diff` with args `["origin/main...HEAD"]`' in prompt
         assert "<description>\nAdds div().\n</description>" in prompt
         assert "<agents_md>\nRun `make check`.\n</agents_md>" in prompt
         assert "read-only" in prompt

@@ -8,7 +8,8 @@ from langchain.agents.middleware import AgentMiddleware, TodoListMiddleware
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
-from drydock.middleware.empty_reply import CONFIRM, CONTINUE, NUDGE_TOOLS, EmptyReplies, EmptyReplyNudge
+from drydock.middleware.empty_reply import COMPLETION, CONFIRM, CONTINUE, NUDGE_TOOLS, EmptyReplies, EmptyReplyNudge
+from drydock.roles import Role
 from tests.fakes.openai_server import Script, ScriptedModelServer
 from tests.middleware.conftest import chat_model
 
@@ -95,3 +96,27 @@ class TestEmptyReplyNudge:
     def test_at_least_one_nudge(self) -> None:
         with pytest.raises(ValueError, match="at least 1"):
             EmptyReplyNudge(max_nudges=0)
+
+
+class TestCompletionPerRole:
+    def test_only_the_coder_is_told_to_commit_push_and_open_a_pull_request(self) -> None:
+        assert all(word in COMPLETION[Role.CODER] for word in ("committed", "pushed", "pull request"))
+        for role in (Role.REVIEWER, Role.ANALYZER):
+            assert not any(word in COMPLETION[role].lower() for word in ("commit", "push", "pull request")), role
+
+    async def test_the_reviewers_nudge_asks_for_the_published_review(self) -> None:
+        async with ScriptedModelServer(Script().empty().reply("Published.")) as server:
+            nudge = EmptyReplyNudge(role=Role.REVIEWER)
+            agent = create_agent(chat_model(server), [], middleware=[nudge])
+            result = await agent.ainvoke({"messages": [HumanMessage("review it")]})
+
+        answer = next(m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == CONFIRM)
+        assert answer.text == COMPLETION[Role.REVIEWER]
+        assert "`publish_review`" in server.requests[1].texts("tool")[-1]
+
+    async def test_the_analyzers_nudge_asks_for_the_saved_guidelines(self) -> None:
+        async with ScriptedModelServer(Script().empty().reply("Saved.")) as server:
+            agent = create_agent(chat_model(server), [], middleware=[EmptyReplyNudge(role=Role.ANALYZER)])
+            await agent.ainvoke({"messages": [HumanMessage("learn")]})
+
+        assert "`save_guidelines`" in server.requests[1].texts("tool")[-1]

@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from deepagents import create_deep_agent
 from deepagents.backends import FilesystemBackend
 from langchain.agents.middleware import AgentMiddleware
@@ -20,15 +21,18 @@ from drydock.bus import Author, Bus, Channel, InboxMessage, ReplyAddress
 from drydock.channels.run_status import RunStatus
 from drydock.infra.redis import Keys
 from drydock.middleware import stack
+from drydock.middleware.provider_edge import ProviderEdge
 from drydock.middleware.scoped_instructions import BackendInstructionFiles
 from drydock.middleware.stack import (
     ANALYZER_ORDER,
     CODER_ORDER,
     REVIEWER_ORDER,
     analyzer_middleware,
+    at_the_provider_edge,
     coder_middleware,
     reviewer_middleware,
 )
+from drydock.middleware.strip_reasoning import StripMalformedReasoning
 from drydock.sandbox.failures import SandboxFailures
 from drydock.threads import Inbox, StoredMessage
 from tests.fakes.openai_server import Script, ScriptedModelServer
@@ -122,6 +126,27 @@ class TestOrder:
                 assert getattr(type(middleware), hook) is getattr(AgentMiddleware, hook), f"{middleware.name}.{hook}"
 
 
+class TestProviderEdge:
+    """The whole built stacks, the framework's additions included, are pinned per role and
+    subagent in ``tests/graphs/test_roles.py``; here the edge itself."""
+
+    def test_the_last_step_moves_into_the_edge_which_takes_the_frameworks_last_slot(self) -> None:
+        stack = reviewer_middleware(thread_id="t")
+        strip = stack[-1]
+        placed = at_the_provider_edge(stack)
+        assert [m.name for m in placed[:-1]] == list(REVIEWER_ORDER[:-1])
+        edge = placed[-1]
+        assert isinstance(edge, ProviderEdge)
+        assert edge.strip is strip
+        assert edge.name == "UnsupportedContentMiddleware"
+
+    def test_a_stack_that_does_not_end_with_the_strip_is_refused(self) -> None:
+        stack = analyzer_middleware(thread_id="t")
+        with pytest.raises(ValueError, match="ends with StripMalformedReasoning, not EmptyReplyNudge"):
+            at_the_provider_edge(stack[:-1])
+        assert isinstance(stack[-1], StripMalformedReasoning)
+
+
 class TestCoderStack:
     async def test_the_whole_stack_runs_in_a_deep_agent(
         self, tmp_path: Path, bus: Bus, redis: Redis, keys: Keys, checkpointer: AsyncRedisSaver, thread_id: str
@@ -160,7 +185,11 @@ class TestCoderStack:
                 repository_root="/repo",
             )
             agent = create_deep_agent(
-                chat_model(server), [], backend=backend, middleware=middleware, checkpointer=checkpointer
+                chat_model(server),
+                [],
+                backend=backend,
+                middleware=at_the_provider_edge(middleware),
+                checkpointer=checkpointer,
             )
             result = await agent.ainvoke({"messages": []}, run_config(thread_id))
 

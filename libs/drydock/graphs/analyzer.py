@@ -4,7 +4,8 @@
 Its backend is the sandbox (the repository at its default branch) with two read-only routes
 beside it: ``/skills/`` (the package's skills) and ``/analysis/`` (this run's evidence). Neither
 is ever written into the sandbox, and both refuse writes. Of the framework's tools it keeps the
-reading ones; its only own tool is ``save_guidelines``.
+reading ones (no shell, no ``task``: :mod:`drydock.graphs.subagents`, the analyzer has no
+subagent); its only own tool is ``save_guidelines``.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from langgraph.runtime import Runtime
 
 from drydock.graphs.analyzer_prompt import EVIDENCE_FILE, EVIDENCE_ROUTE, analyzer_prompt
 from drydock.graphs.inputs import AgentInputs
+from drydock.graphs.subagents import NoSubagents
 from drydock.graphs.token_count import summarization
 from drydock.graphs.turn_state import InboxTurnState
-from drydock.middleware import analyzer_middleware
+from drydock.middleware import analyzer_middleware, at_the_provider_edge
 from drydock.review.checkouts import AnalysisCheckout
 from drydock.skills import SKILLS_ROUTE, ReadOnlyFiles, skill_files, with_read_only_routes
 
@@ -62,8 +64,9 @@ def make_analyzer(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]
     )
     middleware: list[AgentMiddleware[Any, Any, Any]] = [
         FilesystemMiddleware(backend=backend, tools=READ_TOOLS),
+        NoSubagents(),
         FreshSkills(backend=backend, sources=[SKILLS_ROUTE]),
-        *analyzer_middleware(thread_id=inputs.scope.thread_id, limits=inputs.limits),
+        *at_the_provider_edge(analyzer_middleware(thread_id=inputs.scope.thread_id, limits=inputs.limits)),
     ]
     return create_deep_agent(
         inputs.model,

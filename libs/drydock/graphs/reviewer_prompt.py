@@ -16,9 +16,10 @@ your sandbox (a checkout at the pull request's head) and report problems as find
 change files, commit, push or open pull requests; your sandbox's credentials can only read.
 
 How you review:
-1. Look at what changed: `git -C {path} diff {base}...HEAD` (or `--stat` first for large \
-changes), and read the surrounding code where a change needs context. Run tests or linters \
-only when that settles a doubt.
+1. Look at what changed with the read-only `git` tool: `diff` with args `["{base}...HEAD"]` \
+(`["--stat", "{base}...HEAD"]` first for large changes; `log`, `show` and `blame` as needed), \
+and read the surrounding code with the file tools where a change needs context. You have no \
+shell.
 2. Call `list_findings` first: findings from earlier reviews of this pull request are kept. \
 After new pushes, resolve (`update_finding` with status resolved and a short note) the ones the \
 new commits fixed, and do not add what is already recorded.
@@ -54,7 +55,7 @@ def reviewer_prompt(scope: ThreadScope, checkout: Checkout | None) -> str:
         )
     target = checkout.target
     base = f"origin/{target.base_ref}" if target.base_ref else "HEAD~1"
-    parts = [_ROLE.replace("{path}", checkout.path).replace("{base}", base)]
+    parts = [_ROLE.replace("{base}", base)]
     parts.append(
         f'The pull request: {target.repository}#{target.number} "{target.title}" by {target.author or "unknown"}'
         f" ({target.url}), `{target.head_ref}` into `{target.base_ref}`. Its head `{target.head_sha}` is "

@@ -3,9 +3,10 @@ in order in one place: :mod:`drydock.middleware.stack`."""
 
 from drydock.middleware.empty_reply import EmptyReplies, EmptyReplyNudge
 from drydock.middleware.inbox_injection import InboxInjection, InboxState
-from drydock.middleware.model_call_limit import ModelCallLimit
+from drydock.middleware.model_call_limit import ModelCallLimit, StepBudget
 from drydock.middleware.model_fallback import model_fallback
 from drydock.middleware.outcome import StopReason, stop_reason
+from drydock.middleware.planning import Planning
 from drydock.middleware.protocols import (
     InboxReader,
     InstructionFileReader,
@@ -13,6 +14,7 @@ from drydock.middleware.protocols import (
     SourceNotifier,
     StatusReporter,
 )
+from drydock.middleware.provider_edge import ProviderEdge
 from drydock.middleware.sandbox_circuit_breaker import SandboxCircuitBreaker
 from drydock.middleware.sanitize_tool_inputs import SanitizeToolInputs
 from drydock.middleware.scoped_instructions import BackendInstructionFiles, ScopedInstructions
@@ -22,6 +24,7 @@ from drydock.middleware.stack import (
     REVIEWER_ORDER,
     RunLimits,
     analyzer_middleware,
+    at_the_provider_edge,
     coder_middleware,
     reviewer_middleware,
 )
@@ -42,6 +45,8 @@ __all__ = [
     "InboxState",
     "InstructionFileReader",
     "ModelCallLimit",
+    "Planning",
+    "ProviderEdge",
     "RunLimits",
     "SandboxCircuitBreaker",
     "SandboxFailureCounter",
@@ -50,11 +55,13 @@ __all__ = [
     "SourceNotifier",
     "StatusIndicators",
     "StatusReporter",
+    "StepBudget",
     "StepLimitNotice",
     "StopReason",
     "StripMalformedReasoning",
     "ToolErrorsAsMessages",
     "analyzer_middleware",
+    "at_the_provider_edge",
     "coder_middleware",
     "model_fallback",
     "reviewer_middleware",

@@ -3,7 +3,9 @@ tool call, so work never ends silently.
 
 With open items in the plan (``todos`` not completed) the call is ``continue_working`` naming
 the next item; otherwise it is ``confirm_completion``, whose answer asks the model to finish
-the delivery (push, pull request, reply) or to say what it did. Both tools belong to this
+its role's delivery or to say what it did: the coder's is the push, the pull request and the
+reply; the reviewer's is the published review (it never commits, pushes or opens a pull
+request); the analyzer's is the saved guidelines. Both tools belong to this
 middleware and are hidden from the model; they only answer synthetic calls. After
 ``max_nudges`` synthetic calls in a row the model is stuck: :class:`EmptyReplies` is raised.
 """
@@ -17,6 +19,8 @@ from typing import Any, cast
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
+
+from drydock.roles import Role
 
 CONTINUE = "continue_working"
 CONFIRM = "confirm_completion"
@@ -35,24 +39,43 @@ async def _continue_working(next_step: str = "") -> str:
     )
 
 
-async def _confirm_completion() -> str:
-    return (
+COMPLETION: dict[Role, str] = {
+    Role.CODER: (
         "Your last reply was empty. If the work is complete, make sure it is delivered: changes committed and "
         "pushed, the pull request opened or updated, and a reply posted to the conversation it came from; then "
         "end with a short summary of what you did. If anything is left, continue with your tools."
+    ),
+    Role.REVIEWER: (
+        "Your last reply was empty. If the review is complete, make sure it is published: the findings recorded "
+        "and `publish_review` called once with a short summary; then end with a one-paragraph summary. You only "
+        "read: change no files. If anything is left, continue with your tools."
+    ),
+    Role.ANALYZER: (
+        "Your last reply was empty. If the analysis is complete, make sure the guidelines are saved with "
+        "`save_guidelines`; then end with a short summary of what you learned. If anything is left, continue "
+        "with your tools."
+    ),
+}
+"""The answer to ``confirm_completion``, per role: what delivering means for it."""
+
+
+def _nudge_tools(completion: str) -> tuple[BaseTool, ...]:
+    async def _confirm_completion() -> str:
+        return completion
+
+    return (
+        StructuredTool.from_function(
+            coroutine=_continue_working, name=CONTINUE, description="Answer to an empty reply: continue the work."
+        ),
+        StructuredTool.from_function(
+            coroutine=_confirm_completion, name=CONFIRM, description="Answer to an empty reply: confirm completion."
+        ),
     )
 
 
-# Built once: every run binds the same schema objects, so their converted schemas and token
-# counts are computed once per process (see drydock.models.tool_identity).
-_TOOLS: tuple[BaseTool, ...] = (
-    StructuredTool.from_function(
-        coroutine=_continue_working, name=CONTINUE, description="Answer to an empty reply: continue the work."
-    ),
-    StructuredTool.from_function(
-        coroutine=_confirm_completion, name=CONFIRM, description="Answer to an empty reply: confirm completion."
-    ),
-)
+# Built once per role: every run binds the same schema objects, so their converted schemas and
+# token counts are computed once per process (see drydock.models.tool_identity).
+_TOOLS: dict[Role, tuple[BaseTool, ...]] = {role: _nudge_tools(text) for role, text in COMPLETION.items()}
 
 
 def _is_empty(message: AIMessage) -> bool:
@@ -86,14 +109,15 @@ def _tool_name(tool: BaseTool | dict[str, Any]) -> str | None:
 
 
 class EmptyReplyNudge(AgentMiddleware[AgentState[Any], Any, Any]):
-    """Turns an empty reply into ``continue_working`` or ``confirm_completion``."""
+    """Turns an empty reply into ``continue_working`` or ``confirm_completion`` (answered for ``role``)."""
 
-    def __init__(self, *, max_nudges: int = 3) -> None:
+    def __init__(self, *, max_nudges: int = 3, role: Role = Role.CODER) -> None:
         super().__init__()
         if max_nudges < 1:
             raise ValueError(f"max_nudges must be at least 1, not {max_nudges}")
         self.max_nudges = max_nudges
-        self.tools = list(_TOOLS)
+        self.role = role
+        self.tools = list(_TOOLS[role])
 
     async def awrap_model_call(
         self,

@@ -10,7 +10,8 @@ not duplicate it. A ``before_model`` hook would do the same at the cost of a gra
 its own checkpoint, on every step.
 
 The worker passes no messages of its own: the first model call of a run injects everything the
-thread received since the last run.
+thread received since the last run. A subagent's injection has no inbox (``None``): the
+conversation belongs to the agent that called ``task``, which reads the inbox at its next call.
 """
 
 from __future__ import annotations
@@ -49,11 +50,12 @@ def inbox_message_id(seq: int) -> str:
 
 
 class InboxInjection(AgentMiddleware[InboxState, Any, Any]):
-    """At each model call, appends the messages after ``inbox_cursor`` and advances it."""
+    """At each model call, appends the messages after ``inbox_cursor`` and advances it; does
+    nothing when ``inbox`` is None."""
 
     state_schema = InboxState
 
-    def __init__(self, inbox: InboxReader, thread_id: str) -> None:
+    def __init__(self, inbox: InboxReader | None, thread_id: str) -> None:
         super().__init__()
         self.inbox = inbox
         self.thread_id = thread_id
@@ -63,6 +65,8 @@ class InboxInjection(AgentMiddleware[InboxState, Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelCallResult[Any]:
+        if self.inbox is None:
+            return await handler(request)
         queued = await self.inbox.read_after(self.thread_id, cast(InboxState, request.state).get("inbox_cursor", 0))
         if not queued:
             return await handler(request)

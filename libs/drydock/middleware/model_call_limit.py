@@ -5,6 +5,13 @@ after a crash keeps counting where it was. At the limit the run ends with a stop
 (:data:`~drydock.middleware.outcome.StopReason.STEP_LIMIT`), which the status indicator and the
 step-limit notice act on.
 
+One run has one budget (:class:`StepBudget`), shared by the agent and the subagents its ``task``
+calls start: a subagent's stack holds a ``ModelCallLimit(budget, subagent=True)`` on the same
+budget, which counts its calls there and never resets it; the agent's next model call takes
+the count from the budget, so the subagent's calls are written to the agent's checkpointed
+count too. Every call is counted before it is made (and given back if it fails), so parallel
+subagents cannot all take the last call.
+
 The check wraps the model call instead of running as a ``before_model`` hook, because every
 hook is a graph node with its own checkpoint: the stop message stands in for the model's reply
 (no tool calls, so the agent ends), and the count is written with the reply.
@@ -13,6 +20,7 @@ hook is a graph node with its own checkpoint: the stop message stands in for the
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired, cast
 
 from langchain.agents.middleware import (
@@ -30,22 +38,40 @@ from langgraph.types import Command
 from drydock.middleware.outcome import StopReason, stop_message
 
 
+@dataclass
+class StepBudget:
+    """The model calls one run may make, shared by its agent and the subagents it starts."""
+
+    limit: int
+    spent: int = 0
+
+    def __post_init__(self) -> None:
+        if self.limit < 1:
+            raise ValueError(f"the step limit must be at least 1, not {self.limit}")
+
+
 class ModelCallLimitState(AgentState[Any]):
     model_calls: NotRequired[Annotated[int, PrivateStateAttr]]
 
 
 class ModelCallLimit(AgentMiddleware[ModelCallLimitState, Any, Any]):
-    """Ends the run before model call ``run_limit + 1``."""
+    """Ends the run before model call ``limit + 1`` of its budget (a number: a budget of its own)."""
 
     state_schema = ModelCallLimitState
 
-    def __init__(self, run_limit: int) -> None:
+    def __init__(self, budget: StepBudget | int, *, subagent: bool = False) -> None:
         super().__init__()
-        if run_limit < 1:
-            raise ValueError(f"run_limit must be at least 1, not {run_limit}")
-        self.run_limit = run_limit
+        self.budget = budget if isinstance(budget, StepBudget) else StepBudget(budget)
+        self.subagent = subagent
+
+    @property
+    def run_limit(self) -> int:
+        return self.budget.limit
 
     async def abefore_agent(self, state: ModelCallLimitState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        if self.subagent:
+            return None
+        self.budget.spent = 0
         return {"model_calls": 0}
 
     async def awrap_model_call(
@@ -53,12 +79,27 @@ class ModelCallLimit(AgentMiddleware[ModelCallLimitState, Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelCallResult[Any]:
-        calls = cast(ModelCallLimitState, request.state).get("model_calls", 0)
-        if calls >= self.run_limit:
+        budget = self.budget
+        calls = budget.spent
+        if not self.subagent:
+            calls = max(calls, cast(ModelCallLimitState, request.state).get("model_calls", 0))
+        if calls >= budget.limit:
             text = (
-                f"I stopped after {self.run_limit} model calls, the step limit of one run, before the work was "
+                f"I stopped after {budget.limit} model calls, the step limit of one run, before the work was "
                 "finished. Reply in this conversation and I will continue from here."
             )
-            return stop_message(StopReason.STEP_LIMIT, text)
-        response = await handler(request)
-        return ExtendedModelResponse(model_response=response, command=Command(update={"model_calls": calls + 1}))
+            stop = stop_message(StopReason.STEP_LIMIT, text)
+            if self.subagent:
+                return stop
+            return ExtendedModelResponse(
+                model_response=ModelResponse(result=[stop]), command=Command(update={"model_calls": calls})
+            )
+        budget.spent = calls + 1
+        try:
+            response = await handler(request)
+        except BaseException:
+            budget.spent -= 1
+            raise
+        if self.subagent:
+            return response
+        return ExtendedModelResponse(model_response=response, command=Command(update={"model_calls": budget.spent}))

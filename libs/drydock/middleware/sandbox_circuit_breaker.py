@@ -6,8 +6,9 @@ failure in the thread's shared counter (the one the sandbox lifecycle manager al
 failed provisioning in); a later successful call of a sandbox tool resets it. At each model
 call, a count at ``threshold`` trips the breaker: the stop message
 (:data:`~drydock.middleware.outcome.StopReason.SANDBOX_FAILURES`) stands in for the model's
-reply, so the run ends, and the conversation it came from gets a notice. The next run starts
-with the count the lifecycle manager left (it resets it when it provides a sandbox again).
+reply, so the run ends, and the conversation it came from gets a notice (once: a run's
+subagent shares its breaker instance, and both stop). The next run starts with the count the
+lifecycle manager left (it resets it when it provides a sandbox again).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class SandboxCircuitBreaker(AgentMiddleware[AgentState[Any], Any, Any]):
         self.sandbox_tools = sandbox_tools
         self._counted = False
         self._count: int | None = None
+        self._notified = False
 
     async def _current(self) -> int:
         # Read once per run: while the run holds the thread's lease, only this middleware
@@ -78,7 +80,8 @@ class SandboxCircuitBreaker(AgentMiddleware[AgentState[Any], Any, Any]):
             return await handler(request)
         text = SANDBOX_FAILURE_NOTICE.format(count=count)
         log.warning("sandbox circuit breaker tripped", thread_id=self.thread_id, failures=count)
-        if self.notifier is not None:
+        if self.notifier is not None and not self._notified:
+            self._notified = True
             try:
                 await self.notifier.notify(text)
             except Exception as error:

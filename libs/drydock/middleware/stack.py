@@ -24,6 +24,17 @@ exception passes the circuit breaker (which counts it) before it becomes an erro
 stripping reasoning is the last change to a request, also for the fallback model's attempt.
 ``tests/middleware/test_stack.py`` pins this docstring, the name lists and the built lists
 against each other.
+
+In a deep agent (:func:`at_the_provider_edge`) step 11 moves into
+:class:`~drydock.middleware.provider_edge.ProviderEdge`, which takes the slot of the
+framework's own last middleware: ``create_deep_agent`` puts the caller's middleware after its
+base stack (filesystem, subagents, summarization, patching tool calls) and before its tail
+(prompt caching, unsupported content), so only that slot is innermost. A subagent runs its
+role's steps in the same order (``subagent=True``): it spends the run's one
+:class:`~drydock.middleware.model_call_limit.StepBudget`, shares the run's one
+:class:`~drydock.middleware.sandbox_circuit_breaker.SandboxCircuitBreaker` instance, and
+leaves the conversation (inbox, status, notices) to the agent that called it.
+``tests/graphs/test_roles.py`` pins each role's whole built stack.
 """
 
 from __future__ import annotations
@@ -36,7 +47,7 @@ from langchain_core.language_models import BaseChatModel
 
 from drydock.middleware.empty_reply import EmptyReplyNudge
 from drydock.middleware.inbox_injection import InboxInjection
-from drydock.middleware.model_call_limit import ModelCallLimit
+from drydock.middleware.model_call_limit import ModelCallLimit, StepBudget
 from drydock.middleware.model_fallback import model_fallback
 from drydock.middleware.protocols import (
     InboxReader,
@@ -45,6 +56,7 @@ from drydock.middleware.protocols import (
     SourceNotifier,
     StatusReporter,
 )
+from drydock.middleware.provider_edge import ProviderEdge
 from drydock.middleware.sandbox_circuit_breaker import SandboxCircuitBreaker
 from drydock.middleware.sanitize_tool_inputs import SanitizeToolInputs
 from drydock.middleware.scoped_instructions import ScopedInstructions
@@ -52,6 +64,7 @@ from drydock.middleware.status_indicators import StatusIndicators
 from drydock.middleware.step_limit_notice import StepLimitNotice
 from drydock.middleware.strip_reasoning import StripMalformedReasoning
 from drydock.middleware.tool_errors import ToolErrorsAsMessages
+from drydock.roles import Role
 
 CODER_ORDER: tuple[str, ...] = (
     "SanitizeToolInputs",
@@ -90,10 +103,16 @@ class RunLimits:
     """Consecutive sandbox failures that trip the circuit breaker."""
 
 
+def _limit(limits: RunLimits, budget: StepBudget | None, subagent: bool) -> ModelCallLimit:
+    if subagent and budget is None:
+        raise ValueError("a subagent's stack needs the budget of the run that starts it")
+    return ModelCallLimit(budget or limits.model_calls, subagent=subagent)
+
+
 def coder_middleware(
     *,
     thread_id: str,
-    inbox: InboxReader,
+    inbox: InboxReader | None,
     sandbox_failures: SandboxFailureCounter,
     status: StatusReporter | None = None,
     notifier: SourceNotifier | None = None,
@@ -101,23 +120,32 @@ def coder_middleware(
     repository_root: str = "/",
     fallback: BaseChatModel | None = None,
     limits: RunLimits = RunLimits(),
+    budget: StepBudget | None = None,
+    breaker: SandboxCircuitBreaker | None = None,
+    subagent: bool = False,
 ) -> list[AgentMiddleware[Any, Any, Any]]:
     """The coder's middleware for one run of ``thread_id``, in :data:`CODER_ORDER`.
 
-    ``status`` and ``notifier`` are bound to the thread's source channel (None: no indicator,
-    no notices); ``instructions`` reads the sandbox's files under ``repository_root``;
-    ``fallback`` is the fallback model, given only when it differs from the run's model.
+    ``inbox`` is the thread's inbox (None: nothing injected); ``status`` and ``notifier`` are
+    bound to the thread's source channel (None: no indicator, no notices); ``instructions``
+    reads the sandbox's files under ``repository_root``; ``fallback`` is the fallback model,
+    given only when it differs from the run's model. ``budget`` is the run's step budget (None:
+    one of ``limits.model_calls``); a ``subagent`` stack spends the budget of the run that
+    started it and trips its ``breaker`` (the very instance in the run's own stack).
     """
+    if subagent and breaker is None:
+        raise ValueError("a subagent's stack needs the circuit breaker of the run that starts it")
     stack: list[AgentMiddleware[Any, Any, Any] | None] = [
         SanitizeToolInputs(),
-        ModelCallLimit(limits.model_calls),
+        _limit(limits, budget, subagent),
         ToolErrorsAsMessages(thread_id),
         ScopedInstructions(instructions, repository_root),
         InboxInjection(inbox, thread_id),
         StatusIndicators(status, thread_id),
-        EmptyReplyNudge(max_nudges=limits.empty_replies),
+        EmptyReplyNudge(max_nudges=limits.empty_replies, role=Role.CODER),
         StepLimitNotice(notifier, thread_id),
-        SandboxCircuitBreaker(sandbox_failures, thread_id, notifier=notifier, threshold=limits.sandbox_failures),
+        breaker
+        or SandboxCircuitBreaker(sandbox_failures, thread_id, notifier=notifier, threshold=limits.sandbox_failures),
         model_fallback(fallback),
         StripMalformedReasoning(),
     ]
@@ -137,7 +165,7 @@ def reviewer_middleware(
         ModelCallLimit(limits.model_calls),
         ToolErrorsAsMessages(thread_id),
         StatusIndicators(status, thread_id),
-        EmptyReplyNudge(max_nudges=limits.empty_replies),
+        EmptyReplyNudge(max_nudges=limits.empty_replies, role=Role.REVIEWER),
         StepLimitNotice(notifier, thread_id),
         StripMalformedReasoning(),
     ]
@@ -149,6 +177,15 @@ def analyzer_middleware(*, thread_id: str, limits: RunLimits = RunLimits()) -> l
         SanitizeToolInputs(),
         ModelCallLimit(limits.model_calls),
         ToolErrorsAsMessages(thread_id),
-        EmptyReplyNudge(max_nudges=limits.empty_replies),
+        EmptyReplyNudge(max_nudges=limits.empty_replies, role=Role.ANALYZER),
         StripMalformedReasoning(),
     ]
+
+
+def at_the_provider_edge(stack: list[AgentMiddleware[Any, Any, Any]]) -> list[AgentMiddleware[Any, Any, Any]]:
+    """``stack`` as given to ``create_deep_agent``: its last step, stripping malformed reasoning,
+    inside a :class:`ProviderEdge` that takes the framework's last slot."""
+    *steps, last = stack
+    if not isinstance(last, StripMalformedReasoning):
+        raise ValueError(f"a role's stack ends with StripMalformedReasoning, not {last.name}")
+    return [*steps, ProviderEdge(last)]
