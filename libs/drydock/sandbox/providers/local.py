@@ -64,6 +64,7 @@ class LocalProvider:
     """Sandboxes as local daemon processes; see the module documentation."""
 
     name = "local"
+    reaches_credential_proxy = True
 
     def __init__(self, settings: SandboxSettings, records: SandboxRecords, *, python: str | None = None) -> None:
         self._settings = settings
