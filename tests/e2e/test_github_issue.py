@@ -11,6 +11,7 @@ from drydock.bus import EventType
 from drydock.threads import ids
 from drydock.threads.fields import SANDBOX_ID
 from drydock.threads.metadata import ThreadMetadataStore
+from drydock.threads.pr_records import branch_name
 from drydock.tools import CODER_TOOLS
 from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, eventually, pipeline, sandbox_processes
 from tests.fakes.git_server import git, isolated_git_env
@@ -35,7 +36,8 @@ CODER_TOOL_NAMES = [
     "report_confidence",
 ]
 """The coder's own tools, pinned: a tool added to or removed from the coder must change this list."""
-BRANCH = "drydock/fix-add"
+BRANCH = branch_name(ids.github_issue("github.com", ORG, "widgets", ISSUE), "fix add")
+"""Named as the coder's prompt asks: the thread's short id after the prefix."""
 FIX = (
     f"cd widgets && git checkout -q -b {BRANCH} && sed -i 's/a - b/a + b/' calc.py && python3 -m unittest -q "
     f"&& git commit -qam 'Fix add()' && git push -q -u origin {BRANCH} && git log -1 --format=%an"
@@ -176,3 +178,8 @@ class TestMentionToPullRequest:
             branch_answer = stage.model.requests[-1].messages[-1]
             assert BRANCH in branch_answer["content"]
             assert "which branch is this on?" in stage.model.requests[-2].texts("user")[-1]
+            # A fresh installation token for the sandbox at creation and at each refresh (DESIGN §5);
+            # the channel clients' installation-wide tokens stay cached.
+            minted = list(stage.github.state.tokens.values())
+            assert len([token for token in minted if token.repositories is not None]) == 2
+            assert len([token for token in minted if token.repositories is None]) <= 2
