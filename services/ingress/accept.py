@@ -21,6 +21,7 @@ from drydock.channels.intents import Delivery
 from drydock.channels.outbound import Outbound
 from drydock.errors import describe
 from drydock.infra.redis import BatchConnections, redis_client
+from drydock.model_catalog import ModelCatalog
 from drydock.runtime import Runtime
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.threads.pr_records import PullRequestRecords
@@ -93,7 +94,10 @@ class Ingress:
             redis, runtime.keys, host=settings.github.host, ttl=settings.ingress.org_membership_ttl
         )
         self.routing = Routing(
-            self.accounts, Authorizer(membership, github), default_handle=settings.ingress.mention_handle
+            self.accounts,
+            Authorizer(membership, github),
+            ModelCatalog.with_extra(settings.models.extra_models),
+            default_handle=settings.ingress.mention_handle,
         )
         self.dispatcher = Dispatcher(runtime.bus, ThreadMetadataStore(redis, runtime.keys), self.records)
         self._in_flight = asyncio.Semaphore(settings.ingress.max_in_flight)

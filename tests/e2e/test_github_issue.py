@@ -9,7 +9,7 @@ from pathlib import Path
 
 from drydock.bus import EventType
 from drydock.threads import ids
-from drydock.threads.fields import SANDBOX_ID
+from drydock.threads.fields import EFFORT, MODEL, SANDBOX_ID
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.threads.pr_records import branch_name
 from drydock.tools import CODER_TOOLS
@@ -117,6 +117,18 @@ class TestMentionToPullRequest:
                     content = path.read_bytes()
                     assert not any(token.encode() in content for token in tokens), path
         assert sandbox_processes(tmp_path / "sandboxes") == [], "the stage stopped its sandboxes"
+
+    async def test_a_mention_with_a_model_runs_on_that_model_and_keeps_it_for_the_thread(self, tmp_path: Path) -> None:
+        script = Script().tool_call("github_comment", body="Looking with o3.").reply("Done.")
+        async with pipeline(tmp_path, script) as stage:
+            thread_id = ids.github_issue("github.com", ORG, "widgets", ISSUE)
+            await stage.deliver_github("issue_comment", mention(stage, "@drydock model=o3 effort=high look at add()"))
+            await eventually(lambda: completed(stage, thread_id), within=60, what="the run to complete")
+
+            assert [request.model for request in stage.model.requests] == ["o3", "o3"]
+            assert {request.body.get("reasoning_effort") for request in stage.model.requests} == {"high"}
+            fields = await ThreadMetadataStore(stage.runtime.redis, stage.runtime.keys).get(thread_id)
+            assert (fields[MODEL], fields[EFFORT]) == ("o3", "high")
 
     async def test_a_follow_up_mid_run_is_injected_before_the_next_model_call(self, tmp_path: Path) -> None:
         script = (
