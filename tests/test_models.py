@@ -69,6 +69,29 @@ class TestCatalog:
             _models(extra_models={"m": ["huge"]})
 
 
+class TestPeoplesChoices:
+    """``ModelCatalog.choice``: what a message's ``model=… effort=…`` is checked with."""
+
+    def test_a_valid_choice_is_kept(self) -> None:
+        catalog = _models().catalog
+        assert catalog.choice("o3", "high") == ModelChoice(model="o3", effort=E.HIGH)
+        assert catalog.choice(None, "low") == ModelChoice(effort=E.LOW)
+        assert catalog.choice("gpt-4.1", None) == ModelChoice(model="gpt-4.1")
+
+    @pytest.mark.parametrize(
+        ("model", "effort", "problem"),
+        [
+            ("gpt-9", None, r"unknown model 'gpt-9'; supported: .*gpt-4\.1.*o4-mini"),
+            ("gpt-4.1", "high", "takes no reasoning effort"),
+            ("o3", "minimal", "takes reasoning effort low, medium, high; not 'minimal'"),
+            (None, "turbo", r"effort: 'turbo' is not a reasoning effort \(none, minimal, low, medium, high, xhigh\)"),
+        ],
+    )
+    def test_an_invalid_choice_names_the_valid_ones(self, model: str | None, effort: str | None, problem: str) -> None:
+        with pytest.raises(ModelError, match=problem):
+            _models().catalog.choice(model, effort)
+
+
 class TestInstallationSettings:
     def test_an_unknown_default_is_rejected_at_start_up(self) -> None:
         with pytest.raises(ModelError, match="DRYDOCK_MODELS_DEFAULT: unknown model 'gpt-9'"):

@@ -37,8 +37,8 @@ def ensure_chromium() -> None:
             print("integration: installing chromium failed: the browser tests skip")
 
 
-def main(argv: list[str]) -> int:
-    root = ROOT / "integration"
+def main(argv: list[str], root: Path = ROOT / "integration") -> int:
+    """Run the suite under ``root`` with ``argv`` passed to pytest; no test there is a successful no-op."""
     if not any(root.rglob("test_*.py")):
         print("integration: the integration/ suite has no tests yet; nothing to run")
         return 0

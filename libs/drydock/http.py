@@ -9,7 +9,6 @@ import contextlib
 import math
 import socket
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from importlib.metadata import entry_points
 from typing import Any
 
 import uvicorn
@@ -25,14 +24,8 @@ from drydock.errors import describe
 from drydock.runtime import Runtime, open_runtime
 from drydock.telemetry import metrics_response
 
-ROUTER_ENTRY_POINT_GROUP = "drydock.web_routers"
-
 RouterFactory = Callable[[Runtime], APIRouter]
-
-
-def web_routers() -> list[RouterFactory]:
-    """Router factories registered by services (ingress, dashboard) for the web-only process."""
-    return [entry.load() for entry in sorted(entry_points(group=ROUTER_ENTRY_POINT_GROUP), key=lambda e: e.name)]
+"""Builds a service's routes on a runtime; the web app's are listed in ``services.web.app``."""
 
 
 async def readiness(runtime: Runtime) -> dict[str, str]:

@@ -21,9 +21,7 @@ checks the layers of one run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from langchain_core.language_models import LanguageModelInput
@@ -33,9 +31,36 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_openai import ChatOpenAI
 from langchain_openai.chat_models.base import _TOOL_EXTRAS_PASSTHROUGH
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import SecretStr
 
 from drydock.config import ModelSettings
+from drydock.model_catalog import (
+    BUILTIN_MODELS,
+    Layer,
+    ModelCatalog,
+    ModelChoice,
+    ModelError,
+    ModelNotConfigured,
+    ModelSpec,
+    ReasoningEffort,
+    ResolvedModel,
+    _effort,
+)
+
+__all__ = [
+    "BUILTIN_MODELS",
+    "DrydockChatOpenAI",
+    "Layer",
+    "ModelCatalog",
+    "ModelChoice",
+    "ModelError",
+    "ModelNotConfigured",
+    "ModelSpec",
+    "Models",
+    "ReasoningEffort",
+    "ResolvedModel",
+    "tool_identity",
+]
 
 
 class DrydockChatOpenAI(ChatOpenAI):
@@ -101,150 +126,6 @@ def _openai_tool(tool: Any, strict: bool | None) -> Any:
         # The schema object is kept so that its id, part of the key, is not reused.
         known = _TOOL_SCHEMAS[key] = (tool.args_schema, formatted)
     return known[1]
-
-
-class ModelError(ValueError):
-    """An unknown model id, an effort the model does not take, or no model endpoint configured."""
-
-
-class ModelNotConfigured(ModelError):
-    """Neither a base URL nor an API key is configured: there is no model to call."""
-
-
-class ReasoningEffort(StrEnum):
-    NONE = "none"
-    MINIMAL = "minimal"
-    LOW = "low"
-    MEDIUM = "medium"
-    HIGH = "high"
-    XHIGH = "xhigh"
-
-
-class Layer(StrEnum):
-    """Where a run's model choice came from, highest precedence first."""
-
-    THREAD = "thread"
-    USER = "user"
-    TEAM = "team"
-    INSTALLATION = "installation"
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """A model id and the reasoning efforts it takes (none: not a reasoning model)."""
-
-    id: str
-    efforts: tuple[ReasoningEffort, ...] = ()
-    default_effort: ReasoningEffort | None = None
-
-    def __post_init__(self) -> None:
-        if (self.default_effort is None) != (not self.efforts) or (
-            self.default_effort is not None and self.default_effort not in self.efforts
-        ):
-            raise ModelError(f"model {self.id!r}: the default effort must be one of its efforts")
-
-    @property
-    def reasoning(self) -> bool:
-        return bool(self.efforts)
-
-
-def _reasoning(model_id: str, *efforts: ReasoningEffort) -> ModelSpec:
-    # A coding agent wants real reasoning by default; providers' own defaults vary (none, medium).
-    default = ReasoningEffort.MEDIUM if ReasoningEffort.MEDIUM in efforts else efforts[0]
-    return ModelSpec(model_id, efforts, default)
-
-
-_E = ReasoningEffort
-BUILTIN_MODELS: tuple[ModelSpec, ...] = (
-    _reasoning("gpt-5.2", _E.NONE, _E.LOW, _E.MEDIUM, _E.HIGH, _E.XHIGH),
-    _reasoning("gpt-5.1", _E.NONE, _E.LOW, _E.MEDIUM, _E.HIGH),
-    _reasoning("gpt-5", _E.MINIMAL, _E.LOW, _E.MEDIUM, _E.HIGH),
-    _reasoning("gpt-5-mini", _E.MINIMAL, _E.LOW, _E.MEDIUM, _E.HIGH),
-    _reasoning("gpt-5-nano", _E.MINIMAL, _E.LOW, _E.MEDIUM, _E.HIGH),
-    _reasoning("o3", _E.LOW, _E.MEDIUM, _E.HIGH),
-    _reasoning("o4-mini", _E.LOW, _E.MEDIUM, _E.HIGH),
-    ModelSpec("gpt-4.1"),
-    ModelSpec("gpt-4.1-mini"),
-)
-"""The models Drydock knows without configuration (OpenAI's, over Chat Completions)."""
-
-
-class ModelChoice(BaseModel):
-    """One layer's preference (a thread's settings, a user's override, the team default);
-    either part may be unset."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    model: str | None = None
-    effort: ReasoningEffort | None = None
-
-    @classmethod
-    def of(cls, model: str | None = None, effort: str | None = None, *, where: str = "model settings") -> ModelChoice:
-        """A choice from untyped input (a webhook, a form, a stored profile); an unknown effort
-        name raises :class:`ModelError` naming ``where``. Model ids are checked on resolution."""
-        return cls(model=model or None, effort=_effort(effort or None, where))
-
-
-@dataclass(frozen=True)
-class ResolvedModel:
-    """The model and effort a run uses, and the layer that chose the model."""
-
-    spec: ModelSpec
-    effort: ReasoningEffort | None
-    source: Layer
-
-    @property
-    def id(self) -> str:
-        return self.spec.id
-
-
-class ModelCatalog:
-    """The supported model ids: the built-in ones and those the settings add."""
-
-    def __init__(self, specs: Iterable[ModelSpec]) -> None:
-        self._specs: dict[str, ModelSpec] = {}
-        for spec in specs:
-            self._specs[spec.id] = spec
-
-    @classmethod
-    def with_extra(cls, extra: Mapping[str, list[str]]) -> ModelCatalog:
-        """The built-in catalog plus ``extra`` (id → efforts); an extra id replaces a built-in one."""
-        added = []
-        for model_id, names in extra.items():
-            efforts = tuple(_parse_effort(name, f"DRYDOCK_MODELS_EXTRA_MODELS[{model_id!r}]") for name in names)
-            added.append(_reasoning(model_id, *efforts) if efforts else ModelSpec(model_id))
-        return cls([*BUILTIN_MODELS, *added])
-
-    @property
-    def ids(self) -> tuple[str, ...]:
-        return tuple(self._specs)
-
-    def spec(self, model_id: str) -> ModelSpec:
-        found = self._specs.get(model_id)
-        if found is None:
-            raise ModelError(f"unknown model {model_id!r}; supported: {', '.join(sorted(self._specs))}")
-        return found
-
-    def check(self, spec: ModelSpec, effort: ReasoningEffort | None) -> None:
-        """Raise :class:`ModelError` unless ``spec`` takes ``effort``."""
-        if effort is None or effort in spec.efforts:
-            return
-        if not spec.reasoning:
-            raise ModelError(f"model {spec.id!r} takes no reasoning effort (got {effort.value!r})")
-        allowed = ", ".join(e.value for e in spec.efforts)
-        raise ModelError(f"model {spec.id!r} takes reasoning effort {allowed}; not {effort.value!r}")
-
-
-def _effort(value: str | None, where: str) -> ReasoningEffort | None:
-    return None if value is None else _parse_effort(value, where)
-
-
-def _parse_effort(value: str, where: str) -> ReasoningEffort:
-    try:
-        return ReasoningEffort(value)
-    except ValueError:
-        allowed = ", ".join(e.value for e in ReasoningEffort)
-        raise ModelError(f"{where}: {value!r} is not a reasoning effort ({allowed})") from None
 
 
 class Models:

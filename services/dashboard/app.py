@@ -38,7 +38,7 @@ def build(dashboard: Dashboard) -> APIRouter:
 
 
 def router(runtime: Runtime) -> APIRouter:
-    """The ``drydock.web_routers`` entry point: the dashboard on ``runtime``."""
+    """The dashboard's router factory (mounted by ``services.web.app``): the dashboard on ``runtime``."""
     return build(Dashboard.from_runtime(runtime))
 
 

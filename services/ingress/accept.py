@@ -21,6 +21,7 @@ from drydock.channels.intents import Delivery
 from drydock.channels.outbound import Outbound
 from drydock.errors import describe
 from drydock.infra.redis import BatchConnections, redis_client
+from drydock.model_catalog import ModelCatalog
 from drydock.runtime import Runtime
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.threads.pr_records import PullRequestRecords
@@ -96,6 +97,7 @@ class Ingress:
             self.accounts,
             LinkCodes(redis, runtime.keys, self.accounts),
             Authorizer(membership, github),
+            ModelCatalog.with_extra(settings.models.extra_models),
             default_handle=settings.ingress.mention_handle,
         )
         self.dispatcher = Dispatcher(runtime.bus, ThreadMetadataStore(redis, runtime.keys), self.records)

@@ -21,7 +21,7 @@ def _freeze_startup_objects() -> None:
 
 
 def router(runtime: Runtime) -> APIRouter:
-    """The ``drydock.web_routers`` entry point: the webhook endpoints on ``runtime``."""
+    """The ingress's router factory (mounted by ``services.web.app``): the webhook endpoints on ``runtime``."""
     ingress = Ingress.from_runtime(runtime)
     _freeze_startup_objects()
     return webhook_router(ingress)

@@ -1,6 +1,7 @@
 """Making a delivery's decisions durable, in this order:
 
-1. the metadata of new threads (so a woken worker finds the thread's kind and reply address),
+1. the metadata of new threads (so a woken worker finds the thread's kind and reply address)
+   and the settings a message sets on its thread (its model choice, read by the run it wakes),
 2. the inbox appends and the forwarded CI events, concurrently,
 3. the wakes, once their thread's inbox append is acknowledged (a wake that overtook its
    message could find an empty inbox and end the run).
@@ -14,7 +15,6 @@ stream's duplicate window (or finds nothing new).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from redis.exceptions import RedisError
 
@@ -36,9 +36,16 @@ class Dispatcher:
 
     async def _create(self, route: Route) -> None:
         assert route.create is not None
-        with contextlib.suppress(ThreadExists):
-            # Another delivery created it since the lookup: its metadata stands.
+        try:
             await self._metadata.create(route.thread_id, kind=route.role, fields=route.create)
+        except ThreadExists:
+            # Another delivery created it since the lookup: its metadata stands, with this message's settings.
+            await self._settle(route)
+
+    async def _settle(self, route: Route) -> None:
+        settings = route.settings
+        if settings:
+            await self._metadata.update(route.thread_id, lambda _fields: settings)
 
     async def _append_then_wake(self, route: Route) -> None:
         await self._inbox.append(route.message)
@@ -50,10 +57,12 @@ class Dispatcher:
         """Raises :class:`Unavailable` when Redis or NATS did not take all of it."""
         try:
             new_threads = [route for route in routes if route.create is not None]
-            if new_threads:
+            settled = [route for route in routes if route.create is None and route.settings]
+            if new_threads or settled:
                 await asyncio.gather(
                     *(self._create(route) for route in new_threads),
                     *(self._records.remember_thread(route.thread_id) for route in new_threads),
+                    *(self._settle(route) for route in settled),
                 )
             work = [
                 *(self._append_then_wake(route) for route in routes),

@@ -33,10 +33,12 @@ from drydock.channels.intents import (
     ReviewRequest,
     Sender,
 )
-from drydock.channels.text import link_command, mentions, repository_in
+from drydock.channels.text import link_command, mentions, model_request_in, repository_in
+from drydock.model_catalog import ModelCatalog, ModelChoice, ModelError
 from drydock.roles import Role
 from drydock.threads import ids
-from drydock.threads.fields import new_thread_fields
+from drydock.threads.fields import EFFORT, MODEL, new_thread_fields
+from drydock.threads.metadata import Changes
 from drydock.threads.pr_records import branch_short_id
 from services.ingress import resolve_thread
 from services.ingress.authorize import Authorizer
@@ -52,6 +54,19 @@ def not_enabled(repository: str) -> str:
     return f"Drydock's coder is not enabled on `{repository}`; an admin can enable it in the dashboard."
 
 
+def bad_model_choice(error: ModelError) -> str:
+    return f"I did not start: {error}. Mention me again with a model and effort from that list."
+
+
+def thread_model_fields(choice: ModelChoice) -> dict[str, str | None]:
+    """The thread fields a message's model choice sets: a new model drops an effort chosen for
+    the old one (``None`` deletes), an effort alone keeps the model."""
+    effort = choice.effort.value if choice.effort is not None else None
+    if choice.model is None:
+        return {EFFORT: effort}
+    return {MODEL: choice.model, EFFORT: effort}
+
+
 @dataclass(frozen=True)
 class Route:
     """Durable work: create the thread's metadata if new, append to its inbox, wake its role."""
@@ -59,6 +74,8 @@ class Route:
     role: Role
     message: InboxMessage
     create: Mapping[str, str] | None = None
+    settings: Changes | None = None
+    """Thread fields the message sets (its model choice), on a new thread or an existing one."""
     wake: bool = True
     acknowledge: bool = False
 
@@ -159,11 +176,18 @@ def link_answer(provider: Provider, outcome: Outcome, login: str | None) -> str:
 
 class Routing:
     def __init__(
-        self, accounts: AccountsStore, link_codes: LinkCodes, authorizer: Authorizer, *, default_handle: str
+        self,
+        accounts: AccountsStore,
+        link_codes: LinkCodes,
+        authorizer: Authorizer,
+        models: ModelCatalog,
+        *,
+        default_handle: str,
     ) -> None:
         self._accounts = accounts
         self._link_codes = link_codes
         self._authorizer = authorizer
+        self._models = models
         self._default_handle = default_handle
 
     async def decide(self, intent: Intent, lookup: Lookup) -> Decision:
@@ -226,24 +250,33 @@ class Routing:
                 trigger=trigger,
             )
 
+        thread_settings: Changes | None = None
+        request = model_request_in(intent.text) if mentioned else None
+        if request is not None:
+            try:
+                thread_settings = thread_model_fields(self._models.choice(request.model, request.effort))
+            except ModelError as error:
+                return Reply(intent.reply_to, bad_model_choice(error))
         if existing:
             repository = intent.repository or (state.repository if state is not None else None)
-            return Route(Role.CODER, message(repository), acknowledge=True)
+            return Route(Role.CODER, message(repository), settings=thread_settings, acknowledge=True)
         repository = intent.repository
         if repository is None:
             profile_default = (await self._accounts.profile(user_id)).default_repository if user_id else None
             repository = choose_repository(intent.text, profile_default, lookup.team.default_repository)
             if repository is None:
                 return Reply(intent.reply_to, ASK_FOR_REPOSITORY)
-            settings = await self._accounts.repository(repository)
+            repository_settings = await self._accounts.repository(repository)
         else:
-            settings = lookup.repository(repository)
-        if settings is None or not settings.coder:
+            repository_settings = lookup.repository(repository)
+        if repository_settings is None or not repository_settings.coder:
             if isinstance(intent.conversation, GithubConversation):
                 return Skip(f"the coder is not enabled on {repository}")
             return Reply(intent.reply_to, not_enabled(repository))
-        new = message(settings.full_name)
-        return Route(Role.CODER, new, create=new_thread_fields(new, created_by="ingress"), acknowledge=True)
+        new = message(repository_settings.full_name)
+        create = new_thread_fields(new, created_by="ingress")
+        create.update({name: value for name, value in (thread_settings or {}).items() if value is not None})
+        return Route(Role.CODER, new, create=create, acknowledge=True)
 
     async def _link(self, intent: Message, code: str) -> Decision:
         provider = Provider(intent.sender.channel.value)

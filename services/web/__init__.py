@@ -1,13 +1,15 @@
-"""The web-only process: every registered web router (ingress, dashboard) in one ASGI app."""
+"""The web-only process: the ingress's and the dashboard's routers (``services.web.app.ROUTERS``)
+in one ASGI app."""
 
-from drydock.http import create_app, serve, web_routers
+from drydock.http import create_app, serve
 from drydock.runtime import Runtime
 from drydock.services import Service
+from services.web.app import ROUTERS
 
 
 async def run(runtime: Runtime) -> None:
     http = runtime.settings.http
-    await serve(create_app("web", runtime, web_routers()), http)
+    await serve(create_app("web", runtime, ROUTERS), http)
 
 
 def listens(runtime: Runtime) -> str:

@@ -1,4 +1,5 @@
-"""Reading what a message says to the agent: mentions of the handle and ``repo:owner/name``."""
+"""Reading what a message says to the agent: mentions of the handle, ``repo:owner/name`` and
+``model=… effort=…``."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drydock.channels.text import link_command, mentions, repository_in
+from drydock.channels.text import ModelRequest, link_command, mentions, model_request_in, repository_in
 
 
 class TestMentions:
@@ -83,3 +84,30 @@ class TestLinkCommand:
     )
     def test_anything_else_is_not_a_link_message(self, text: str) -> None:
         assert link_command(text, "@drydock") is None
+
+
+class TestModelRequests:
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("@drydock model=o3 effort=high fix it", ModelRequest("o3", "high")),
+            ("@drydock effort=LOW, please", ModelRequest(None, "low")),
+            ("<@U0DRYBOT> model=gpt-5.2. Thanks", ModelRequest("gpt-5.2", None)),
+            ("@drydock model = qwen/qwen3-coder:30b go", ModelRequest("qwen/qwen3-coder:30b", None)),
+            ("@drydock model=o3 model=gpt-5 effort=low", ModelRequest("o3", "low")),
+        ],
+    )
+    def test_options_are_read(self, text: str, expected: ModelRequest) -> None:
+        assert model_request_in(text) == expected
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "@drydock fix the model",
+            "@drydock why does `load(model=resnet)` fail?",
+            "@drydock see\n```\ntrain(model=big, effort=high)\n```",
+            "@drydock set sub_model=x and foo.model=y",
+        ],
+    )
+    def test_no_options_outside_code(self, text: str) -> None:
+        assert model_request_in(text) is None

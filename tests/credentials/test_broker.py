@@ -125,19 +125,49 @@ class TestRefresh:
             handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
         )
 
-    async def test_extends_the_grant_and_keeps_a_live_upstream_token(
-        self, credentials: ProxyCredentials, grant: SandboxGrant
+    async def test_extends_the_grant_and_mints_a_fresh_upstream_token(
+        self, credentials: ProxyCredentials, grant: SandboxGrant, github: FakeGitHub
     ) -> None:
         assert grant.token is not None
         before = await credentials.vault.get(digest(grant.token))
         expiry_before = (await credentials.grants.resolve(grant.token)).expires_at
+        minted_before = len(github.state.tokens)
         await credentials.refresh(grant)
         after = await credentials.vault.get(digest(grant.token))
         assert before is not None
-        assert after == before
+        assert after is not None
+        assert after.token != before.token
+        assert len(github.state.tokens) == minted_before + 1
+        assert github.git_access(after.token, REPOSITORY) == "write"
         assert (await credentials.grants.resolve(grant.token)).expires_at >= expiry_before
 
-    async def test_mints_anew_an_upstream_token_close_to_expiry(
+    async def test_a_reviewer_refresh_mints_a_read_only_token(
+        self, credentials: ProxyCredentials, github: FakeGitHub, tmp_path: Path, thread_id: str
+    ) -> None:
+        grant = await credentials.issue(
+            handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.REVIEWER, repository=REPOSITORY
+        )
+        assert grant.token is not None
+        before = await credentials.vault.get(digest(grant.token))
+        await credentials.refresh(grant)
+        after = await credentials.vault.get(digest(grant.token))
+        assert before is not None
+        assert after is not None
+        assert after.token != before.token
+        assert github.git_access(after.token, REPOSITORY) == "read"
+
+    async def test_the_proxy_keeps_a_live_token_between_refreshes(
+        self, credentials: ProxyCredentials, grant: SandboxGrant, github: FakeGitHub
+    ) -> None:
+        assert grant.token is not None
+        record = await credentials.grants.resolve(grant.token)
+        minted_before = len(github.state.tokens)
+        first = await credentials.upstream_token(record)
+        second = await credentials.upstream_token(record)
+        assert first == second
+        assert len(github.state.tokens) == minted_before
+
+    async def test_the_proxy_mints_anew_a_token_close_to_expiry(
         self, credentials: ProxyCredentials, grant: SandboxGrant
     ) -> None:
         assert grant.token is not None
@@ -145,11 +175,10 @@ class TestRefresh:
         assert issued is not None
         expiring = replace(issued, expires_at=datetime.now(UTC) + timedelta(minutes=1))
         await credentials.vault.put(digest(grant.token), expiring)
-        await credentials.refresh(grant)
-        after = await credentials.vault.get(digest(grant.token))
-        assert after is not None
+        after = await credentials.upstream_token(await credentials.grants.resolve(grant.token))
         assert after.token != issued.token
         assert not after.expires_within(timedelta(minutes=30))
+        assert await credentials.vault.get(digest(grant.token)) == after
 
     async def test_a_revoked_grant_cannot_be_refreshed(
         self, credentials: ProxyCredentials, grant: SandboxGrant

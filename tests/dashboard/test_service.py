@@ -9,8 +9,8 @@ import pytest
 
 from drydock import services
 from drydock.config import Settings
-from drydock.http import web_routers
 from services.dashboard import router
+from services.web.app import ROUTERS
 from tests.ingress.test_service import serving
 
 
@@ -19,7 +19,7 @@ class TestRegistration:
         dashboard = services.get("dashboard")
         assert dashboard.in_dev is False
         assert dashboard.has_http is True
-        assert router in web_routers()
+        assert router in ROUTERS
 
 
 @pytest.mark.timeout(90)

@@ -21,6 +21,7 @@ from drydock.autofix.repairs import Repairs
 from drydock.bus import EventType, RunEvent, Trigger, subjects
 from drydock.bus.streams import EVENTS_STREAM
 from drydock.threads import Inbox, ids
+from drydock.threads.pr_records import branch_name
 from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, eventually, pipeline
 from tests.fakes.git_server import git, isolated_git_env
 from tests.fakes.github import webhooks
@@ -31,7 +32,8 @@ from tests.fakes.openai_server import Script
 ISSUE = 7
 PULL = 8
 """The pull request the first run opens: issues and pull requests share numbers, and #7 exists."""
-BRANCH = "drydock/mul-bug"
+BRANCH = branch_name(ids.github_issue("github.com", ORG, "widgets", ISSUE), "mul bug")
+"""Named as the coder's prompt asks: the thread's short id after the prefix."""
 MEMBER_ID = 583231
 USER = "user-octocat"
 BROKEN = (

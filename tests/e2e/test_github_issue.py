@@ -9,8 +9,9 @@ from pathlib import Path
 
 from drydock.bus import EventType
 from drydock.threads import ids
-from drydock.threads.fields import SANDBOX_ID
+from drydock.threads.fields import EFFORT, MODEL, SANDBOX_ID
 from drydock.threads.metadata import ThreadMetadataStore
+from drydock.threads.pr_records import branch_name
 from drydock.tools import CODER_TOOLS
 from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, eventually, pipeline, sandbox_processes
 from tests.fakes.git_server import git, isolated_git_env
@@ -37,7 +38,8 @@ CODER_TOOL_NAMES = [
     "report_confidence",
 ]
 """The coder's own tools, pinned: a tool added to or removed from the coder must change this list."""
-BRANCH = "drydock/fix-add"
+BRANCH = branch_name(ids.github_issue("github.com", ORG, "widgets", ISSUE), "fix add")
+"""Named as the coder's prompt asks: the thread's short id after the prefix."""
 FIX = (
     f"cd widgets && git checkout -q -b {BRANCH} && sed -i 's/a - b/a + b/' calc.py && python3 -m unittest -q "
     f"&& git commit -qam 'Fix add()' && git push -q -u origin {BRANCH} && git log -1 --format=%an"
@@ -118,6 +120,18 @@ class TestMentionToPullRequest:
                     assert not any(token.encode() in content for token in tokens), path
         assert sandbox_processes(tmp_path / "sandboxes") == [], "the stage stopped its sandboxes"
 
+    async def test_a_mention_with_a_model_runs_on_that_model_and_keeps_it_for_the_thread(self, tmp_path: Path) -> None:
+        script = Script().tool_call("github_comment", body="Looking with o3.").reply("Done.")
+        async with pipeline(tmp_path, script) as stage:
+            thread_id = ids.github_issue("github.com", ORG, "widgets", ISSUE)
+            await stage.deliver_github("issue_comment", mention(stage, "@drydock model=o3 effort=high look at add()"))
+            await eventually(lambda: completed(stage, thread_id), within=60, what="the run to complete")
+
+            assert [request.model for request in stage.model.requests] == ["o3", "o3"]
+            assert {request.body.get("reasoning_effort") for request in stage.model.requests} == {"high"}
+            fields = await ThreadMetadataStore(stage.runtime.redis, stage.runtime.keys).get(thread_id)
+            assert (fields[MODEL], fields[EFFORT]) == ("o3", "high")
+
     async def test_a_follow_up_mid_run_is_injected_before_the_next_model_call(self, tmp_path: Path) -> None:
         script = (
             Script()
@@ -178,3 +192,8 @@ class TestMentionToPullRequest:
             branch_answer = stage.model.requests[-1].messages[-1]
             assert BRANCH in branch_answer["content"]
             assert "which branch is this on?" in stage.model.requests[-2].texts("user")[-1]
+            # A fresh installation token for the sandbox at creation and at each refresh (DESIGN §5);
+            # the channel clients' installation-wide tokens stay cached.
+            minted = list(stage.github.state.tokens.values())
+            assert len([token for token in minted if token.repositories is not None]) == 2
+            assert len([token for token in minted if token.repositories is None]) <= 2

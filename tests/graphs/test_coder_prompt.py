@@ -7,11 +7,15 @@ from drydock.bus.envelopes import Channel, ReplyAddress
 from drydock.graphs.coder_prompt import coder_prompt
 from drydock.graphs.inputs import Checkout
 from drydock.roles import Role
+from drydock.threads import ids
+from drydock.threads.pr_records import branch_short_id
 from drydock.tools.context import ThreadScope
+
+THREAD = ids.github_issue("github.com", "acme", "widgets", 7)
 
 
 def scope(channel: Channel, repository: str | None = "acme/widgets") -> ThreadScope:
-    return ThreadScope("t-1", "run-1", Role.CODER, repository, ReplyAddress(channel=channel))
+    return ThreadScope(THREAD, "run-1", Role.CODER, repository, ReplyAddress(channel=channel))
 
 
 class TestCoderPrompt:
@@ -28,7 +32,7 @@ class TestCoderPrompt:
         checkout = Checkout("acme/widgets", "/w/widgets", instructions="Always run `make check`.\n")
         prompt = coder_prompt(scope(Channel.GITHUB), checkout, branch_prefix="ada/")
         assert "<agents_md>\nAlways run `make check`.\n</agents_md>" in prompt
-        assert "`ada/<short-description>`" in prompt
+        assert f"`ada/{ids.short_id(THREAD)}-<short-description>`" in prompt
         assert "(`github_comment`)" in prompt
 
     def test_a_user_who_opens_pull_requests_themselves_gets_a_pushed_branch(self) -> None:
@@ -40,3 +44,11 @@ class TestCoderPrompt:
         prompt = coder_prompt(scope(Channel.LINEAR, repository=None), None)
         assert "repo:owner/name" in prompt
         assert "<agents_md>" not in prompt
+
+    def test_the_branch_the_prompt_names_carries_the_threads_short_id(self) -> None:
+        for prefix in ("drydock/", "ada/", "team-"):
+            prompt = coder_prompt(scope(Channel.GITHUB), Checkout("acme/widgets", "/w/widgets"), branch_prefix=prefix)
+            named = prompt.split("Name your branch `", 1)[1].split("`", 1)[0]
+            branch = named.replace("<short-description>", "speed-up-parsing")
+            assert branch.startswith(prefix)
+            assert branch_short_id(branch) == ids.short_id(THREAD)

@@ -414,6 +414,18 @@ class TestPushes:
             assert message.text.startswith(f"octocat pushed 2 commit(s) to {branch}")
             assert await running.wakes(Role.CODER, creating) == 0
 
+    async def test_a_push_to_an_agent_branch_without_a_record_uses_the_short_id(
+        self, start_ingress: StartIngress, repo: str
+    ) -> None:
+        async with start_ingress() as running:
+            creating = ids.github_issue(HOST, ORG, repo, 74)
+            await running.records.remember_thread(creating)
+            branch = branch_name(creating, "speed up", prefix="ada/")
+            await running.send(signing.github(GITHUB_SECRET, "push", webhooks.push(ORG, repo, branch, commits=1)))
+            (message,) = await running.inbox(creating)
+            assert message.trigger is Trigger.PUSH
+            assert message.text.startswith(f"octocat pushed 1 commit(s) to {branch}")
+
     async def test_pushes_by_the_agent_and_to_other_branches_are_ignored(
         self, start_ingress: StartIngress, repo: str
     ) -> None:

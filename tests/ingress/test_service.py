@@ -20,12 +20,12 @@ from drydock import services
 from drydock.accounts import AccountsStore, RepositorySettings, TeamDefaults
 from drydock.bus import Bus
 from drydock.config import Settings
-from drydock.http import web_routers
 from drydock.infra.embedded import free_port
 from drydock.infra.redis import Keys
 from drydock.threads import ids
 from drydock.threads.inbox import Inbox
 from services.ingress import router
+from services.web.app import ROUTERS
 from tests.fakes import signing
 from tests.fakes.github import webhooks
 from tests.ingress.conftest import GITHUB_SECRET, HOST, ORG
@@ -35,7 +35,7 @@ class TestRegistration:
     def test_the_service_is_registered_and_left_to_web_in_development(self) -> None:
         ingress = services.get("ingress")
         assert ingress.in_dev is False
-        assert router in web_routers()
+        assert router in ROUTERS
 
 
 @contextlib.asynccontextmanager

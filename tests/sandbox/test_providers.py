@@ -15,12 +15,15 @@ from drydock.bus import Bus
 from drydock.config import ConfigError, SandboxSettings, Settings, load_settings
 from drydock.infra.redis import Keys
 from drydock.runtime import Runtime
+from drydock.sandbox import providers
 from drydock.sandbox.credentials import NoProxy
 from drydock.sandbox.errors import UnknownProvider
 from drydock.sandbox.lifecycle import SandboxManager
+from drydock.sandbox.provider import SandboxProvider
 from drydock.sandbox.providers import PROVIDERS, create_provider
 from drydock.sandbox.providers.local import LocalProvider
 from drydock.sandbox.records import SandboxRecords
+from tests.sandbox.grants import GrantLedger
 
 
 def test_the_factory_map_builds_the_configured_provider(
@@ -83,4 +86,76 @@ async def test_a_manager_is_wired_from_a_runtime_and_reaps_in_the_background(
         reaper.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await reaper
+        await manager.aclose()
+
+
+class DetachedProvider(LocalProvider):
+    """A provider whose sandboxes have no network path to the credential proxy."""
+
+    name = "detached"
+    reaches_credential_proxy = False
+
+
+def _detached(settings: Settings, records: SandboxRecords) -> SandboxProvider:
+    return DetachedProvider(settings.sandbox, records)
+
+
+def test_every_registered_provider_declares_its_path_to_the_proxy(
+    records: SandboxRecords, sandbox_settings: SandboxSettings
+) -> None:
+    local = create_provider(Settings(sandbox=sandbox_settings), records)
+    assert local.reaches_credential_proxy is True
+    from drydock.sandbox.providers.kubernetes import KubernetesProvider
+
+    assert KubernetesProvider.reaches_credential_proxy is True
+
+
+async def test_a_provider_without_a_path_to_the_proxy_skips_it_explicitly(
+    settings: Settings,
+    nats_client: NatsClient,
+    bus: Bus,
+    redis: Redis,
+    keys: Keys,
+    sandbox_settings: SandboxSettings,
+    coder_thread: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(providers, "PROVIDERS", {**PROVIDERS, "detached": _detached})
+    detached = sandbox_settings.model_copy(update={"provider": "detached"})
+    runtime = Runtime(settings.model_copy(update={"sandbox": detached}), nats_client, bus, redis, keys)
+    ledger = GrantLedger()
+    manager = SandboxManager.from_runtime(runtime, credentials=ledger)
+    try:
+        assert isinstance(manager.provider, DetachedProvider)
+        assert isinstance(manager.credentials, NoProxy)
+        backend = await manager.ensure_sandbox(coder_thread)
+        assert (await backend.aexecute("echo ready")).output.strip() == "ready"
+        assert ledger.issued == []
+        await manager.ensure_sandbox(coder_thread)
+        assert ledger.refreshed == []
+    finally:
+        for handle in await manager.provider.list():
+            await manager.provider.delete(handle.id)
+        await manager.aclose()
+
+
+async def test_a_provider_with_a_path_to_the_proxy_is_granted_access(
+    settings: Settings,
+    nats_client: NatsClient,
+    bus: Bus,
+    redis: Redis,
+    keys: Keys,
+    sandbox_settings: SandboxSettings,
+    coder_thread: str,
+) -> None:
+    runtime = Runtime(settings.model_copy(update={"sandbox": sandbox_settings}), nats_client, bus, redis, keys)
+    ledger = GrantLedger()
+    manager = SandboxManager.from_runtime(runtime, credentials=ledger)
+    try:
+        assert manager.credentials is ledger
+        await manager.ensure_sandbox(coder_thread)
+        assert [grant.thread_id for grant in ledger.issued] == [coder_thread]
+    finally:
+        for handle in await manager.provider.list():
+            await manager.provider.delete(handle.id)
         await manager.aclose()

@@ -29,7 +29,15 @@ class TestBranchNames:
         assert branch_short_id(f"refs/heads/{branch}") == ids.short_id(thread_id)
         assert branch_name(thread_id) == f"drydock/{ids.short_id(thread_id)}"
 
-    @pytest.mark.parametrize("branch", ["main", "drydock/xyz", "feature/drydock/0123456789ab", "drydock/0123456789abc"])
+    @pytest.mark.parametrize("prefix", ["drydock/", "ada/", "team/ada/", "ada-"])
+    def test_a_profiles_branch_prefix_keeps_the_short_id_readable(self, thread_id: str, prefix: str) -> None:
+        branch = branch_name(thread_id, "speed up", prefix=prefix)
+        assert branch == f"{prefix}{ids.short_id(thread_id)}-speed-up"
+        assert branch_short_id(branch) == ids.short_id(thread_id)
+
+    @pytest.mark.parametrize(
+        "branch", ["main", "drydock/xyz", "drydock/0123456789abc", "fix/x0123456789ab", "0123456789ABC-x"]
+    )
     def test_other_branches_carry_none(self, branch: str) -> None:
         assert branch_short_id(branch) is None
 

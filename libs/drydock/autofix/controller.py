@@ -129,6 +129,11 @@ class AutofixController:
         self._agent_email = settings.sandbox.git_user_email.lower()
         self._agent_login = f"{settings.github.app_slug}[bot]".lower() if settings.github.app_slug else None
 
+    @property
+    def agent_login(self) -> str | None:
+        """The App's bot login (lower case), when the App's slug is configured."""
+        return self._agent_login
+
     # Events
 
     async def handle(self, event: GithubEvent) -> list[Considered]:

@@ -1,5 +1,6 @@
 """What autofix asks GitHub, as the App's installation on each repository: a pull request's
-state, the failing checks of a revision, who made a commit, a person's permission; and what it
+state, the failing checks of a revision, its reviews and review comments, who made a commit, a
+person's permission; and what it
 says there: the loop-limit comment and neutral check, reactions to override commands.
 
 Reads go over their own connection pool (aiohttp) with the installation token of
@@ -24,6 +25,8 @@ from drydock.errors import describe
 
 CHECK_PAGES = 10
 """At most this many pages of 100 check runs are read per revision."""
+FEEDBACK_PAGES = 3
+"""At most this many pages of 100 reviews, and of 100 review comments, per pull request."""
 _COMMIT_CACHE = 4096
 CONNECTIONS = 32
 
@@ -138,6 +141,24 @@ class AutofixGithub:
             if len(runs) < 100 or len(found) >= int(body.get("total_count") or 0):
                 break
         return found
+
+    async def _listed(self, repository: str, path: str) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        for page in range(1, FEEDBACK_PAGES + 1):
+            body = await self._get(repository, path, {"per_page": "100", "page": str(page)})
+            items = [item for item in body or [] if isinstance(item, dict)]
+            found += items
+            if len(items) < 100:
+                break
+        return found
+
+    async def reviews(self, repository: str, number: int) -> list[dict[str, Any]]:
+        """The pull request's reviews, oldest first."""
+        return await self._listed(repository, f"/repos/{repository}/pulls/{number}/reviews")
+
+    async def review_comments(self, repository: str, number: int) -> list[dict[str, Any]]:
+        """The pull request's review comments (thread starts and replies), oldest first."""
+        return await self._listed(repository, f"/repos/{repository}/pulls/{number}/comments")
 
     async def failing_checks(self, repository: str, ref: str, conclusions: Iterable[str]) -> frozenset[str]:
         return failing(await self.check_runs(repository, ref), conclusions)

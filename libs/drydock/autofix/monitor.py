@@ -1,5 +1,6 @@
 """The fallback monitor: every ``monitor_interval`` it scans the open agent pull requests
-through the GitHub API and feeds what it finds (failing checks on the head, a merge conflict)
+through the GitHub API and feeds what it finds (failing checks on the head, a merge conflict,
+people's review feedback the agent has not answered: :mod:`~drydock.autofix.review_feedback`)
 to the same decision function as webhooks. It exists only for events that never arrived; what
 webhooks already decided is skipped cheaply (the revision was processed) and not recorded again.
 
@@ -16,7 +17,8 @@ import structlog
 from redis.exceptions import RedisError
 
 from drydock.autofix.controller import AutofixController, Considered
-from drydock.autofix.policy import Kind, Signal, Source
+from drydock.autofix.policy import Kind, Outcome, Signal, Source
+from drydock.autofix.review_feedback import unanswered
 from drydock.bus import BusUnavailable
 from drydock.channels.errors import OutboundFailed
 from drydock.threads.fields import OWNER
@@ -82,6 +84,31 @@ class Monitor:
             decisions.append(
                 await controller.consider(record, Signal(Kind.CONFLICT, pull.head_sha, Source.MONITOR, delivery))
             )
+        decisions += await self._review_feedback(record, pull.head_sha)
+        return decisions
+
+    async def _review_feedback(self, record: PullRequestRecord, head_sha: str) -> list[Considered]:
+        """Consider the newest unanswered feedback of each person, newest first, until one is
+        acted on (a person without write access is skipped, and the next one is looked at)."""
+        controller = self.controller
+        github = controller.github
+        assert github is not None
+        reviews, comments = await asyncio.gather(
+            github.reviews(record.repository, record.number), github.review_comments(record.repository, record.number)
+        )
+        feedback = unanswered(reviews, comments, head_sha=head_sha, agent_login=controller.agent_login)
+        decisions: list[Considered] = []
+        seen: set[str] = set()
+        for item in feedback:
+            if item.actor.lower() in seen:
+                continue
+            seen.add(item.actor.lower())
+            delivery = monitor_delivery_id(record, head_sha, Kind.REVIEW)
+            signal = Signal(Kind.REVIEW, head_sha, Source.MONITOR, delivery, actor=item.actor, url=item.url)
+            considered = await controller.consider(record, signal)
+            decisions.append(considered)
+            if considered.decision.outcome is not Outcome.SKIP:
+                break
         return decisions
 
     async def run_forever(self, *, interval: float, stop: asyncio.Event) -> None:

@@ -1,9 +1,11 @@
-"""Reading what a message says to the agent: a mention of the handle, a ``repo:owner/name``."""
+"""Reading what a message says to the agent: a mention of the handle, a ``repo:owner/name``,
+a model choice (``model=… effort=…``)."""
 
 from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 
 _REPOSITORY = re.compile(
     r"(?<![\w/-])repo:\s*<?(?:https?://[^/\s|>]+/)?([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?(?=[\s|>),.;:!?]|$)"
@@ -11,6 +13,7 @@ _REPOSITORY = re.compile(
 
 
 _CODE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.DOTALL)
+_OPTION = re.compile(r"(?<![\w.=/-])(model|effort)\s*=\s*([A-Za-z0-9][\w.:/@+-]*)", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=16)
@@ -47,3 +50,23 @@ def link_command(text: str, handle: str) -> str | None:
     rest = _mention_pattern(handle).sub(" ", _SLACK_MENTION.sub(" ", text))
     found = _LINK_COMMAND.fullmatch(" ".join(rest.split()))
     return found.group(1) if found else None
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """A model choice written into a message (``model=gpt-5.2 effort=high``); either part may be
+    missing. Checked against the model catalog where the message is routed."""
+
+    model: str | None = None
+    effort: str | None = None
+
+
+def model_request_in(text: str) -> ModelRequest | None:
+    """The ``model=…`` and ``effort=…`` options in ``text`` outside code (the first of each, a
+    value's trailing punctuation dropped), or ``None`` when it has neither."""
+    options: dict[str, str] = {}
+    for name, value in _OPTION.findall(_CODE.sub(" ", text) if "`" in text else text):
+        options.setdefault(name.lower(), value.rstrip(".,;:!?)"))
+    if not options:
+        return None
+    return ModelRequest(model=options.get("model"), effort=options.get("effort", "").lower() or None)

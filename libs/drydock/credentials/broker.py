@@ -2,7 +2,7 @@
 routes a sandbox's code host access through the credential proxy.
 
 ``issue`` mints a token for the thread's repository, stores it encrypted, creates a grant and
-returns only the grant and placeholders; ``refresh`` mints a fresh token and extends the grant;
+returns only the grant and placeholders; ``refresh`` extends the grant and always mints a fresh token;
 ``revoke`` withdraws both. The proxy asks :meth:`ProxyCredentials.upstream_token` for the token
 to inject, which also renews a token about to expire during a long run.
 """
@@ -111,18 +111,14 @@ class ProxyCredentials:
         )
 
     async def refresh(self, grant: SandboxGrant) -> None:
-        """Extend a live grant, and mint its upstream token anew if it is missing or close to
-        expiry (the one a warm sandbox's last run used usually has most of its hour left, and a
-        mint is a round trip to GitHub before the run's first model call); :class:`GrantError`
+        """Extend a live grant and mint its upstream token anew (DESIGN §5: a fresh installation
+        token each time a sandbox is created or refreshed); :class:`GrantError`
         (:class:`~drydock.credentials.grants.GrantRejected`) if it is unknown, revoked or expired."""
         if grant.token is None:
             raise GrantError(f"sandbox {grant.sandbox_id} holds no grant to refresh")
         await self.grants.extend(grant.token, self._settings.proxy.grant_ttl)
         record = await self.grants.resolve(grant.token)
         if record.repository is None:
-            return
-        stored = await self.vault.get(record.digest)
-        if stored is not None and not stored.expires_within(self._settings.proxy.token_renew_margin):
             return
         await self.vault.put(record.digest, await self._mint(record))
         # A revoke that ran while the token was minted deleted the old one; do not leave the new one behind.

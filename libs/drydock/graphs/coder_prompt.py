@@ -4,6 +4,7 @@ files of subdirectories reach the agent when it reads files below them (middlewa
 from __future__ import annotations
 
 from drydock.graphs.inputs import Checkout
+from drydock.threads.pr_records import branch_name
 from drydock.tools.context import ThreadScope
 
 _ROLE = """\
@@ -53,7 +54,9 @@ def coder_prompt(
         base = f" Its default branch is `{checkout.default_branch}`." if checkout.default_branch else ""
         parts.append(
             f"The repository `{checkout.repository}` is checked out at `{checkout.path}`.{base} "
-            f"Name your branches `{branch_prefix}<short-description>`."
+            f"Name your branch `{branch_name(scope.thread_id, prefix=branch_prefix)}-<short-description>`: "
+            "the twelve characters after the prefix are this thread's id, so later pushes and comments on "
+            "the branch find their way back here even before a pull request exists."
         )
         if checkout.instructions:
             parts.append(

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
@@ -48,5 +49,7 @@ class AgentInputs:
     """The user lets the agent open pull requests without being asked (their profile's flag)."""
 
 
-GraphFactory = Callable[[AgentInputs], CompiledStateGraph[Any, Any, Any, Any]]
-"""A role's graph factory, as named in ``langgraph.json``."""
+GraphFactory = Callable[[RunnableConfig], CompiledStateGraph[Any, Any, Any, Any]]
+"""A role's graph factory, as named in ``langgraph.json``: the run's config in (its
+``configurable`` carries the :class:`AgentInputs`, see :mod:`drydock.graphs.entrypoints`), the
+compiled graph out, as LangGraph's CLI and server call it."""

@@ -45,7 +45,7 @@ from drydock.roles import Role
 from drydock.runtime import Runtime
 from drydock.sandbox import git_setup
 from drydock.sandbox.backend import CommandResult, SandboxBackend
-from drydock.sandbox.credentials import GrantError, SandboxCredentials, SandboxGrant
+from drydock.sandbox.credentials import GrantError, NoProxy, SandboxCredentials, SandboxGrant
 from drydock.sandbox.errors import SandboxError, SandboxNotFound, SandboxUnavailable
 from drydock.sandbox.failures import SandboxFailures
 from drydock.sandbox.handle import SandboxHandle
@@ -86,6 +86,15 @@ class _Cached:
     """The sandbox's ~/.gitconfig right after the identity was last applied."""
 
 
+def choose_credentials(provider: SandboxProvider, credentials: SandboxCredentials) -> SandboxCredentials:
+    """``credentials`` when ``provider`` declares a path to the credential proxy, otherwise
+    :class:`~drydock.sandbox.credentials.NoProxy`: the proxy is skipped explicitly, never tried."""
+    if provider.reaches_credential_proxy:
+        return credentials
+    log.info("the sandbox provider has no path to the credential proxy; sandboxes get no grant", provider=provider.name)
+    return NoProxy()
+
+
 class SandboxManager:
     """Gives each thread its one sandbox, across processes; see the module documentation."""
 
@@ -105,7 +114,7 @@ class SandboxManager:
         self.provider = provider
         self.records = records
         self.metadata = metadata
-        self.credentials = credentials
+        self.credentials = choose_credentials(provider, credentials)
         self.failures = SandboxFailures(redis, keys)
         self.settings = settings
         self.snapshots = snapshots
@@ -123,8 +132,8 @@ class SandboxManager:
         snapshots: SnapshotRestorer | None = None,
     ) -> SandboxManager:
         """A manager for a worker: the provider named by ``DRYDOCK_SANDBOX_PROVIDER``, the
-        runtime's Redis, and the given credentials (:class:`~drydock.sandbox.credentials.NoProxy`
-        for providers without a path to the proxy) and snapshot restorer."""
+        runtime's Redis, the given credentials (replaced by :class:`~drydock.sandbox.credentials.NoProxy`
+        when the provider declares no path to the proxy) and snapshot restorer."""
         records = SandboxRecords(runtime.redis, runtime.keys)
         return cls(
             provider=create_provider(runtime.settings, records),

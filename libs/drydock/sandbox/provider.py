@@ -44,6 +44,10 @@ class SandboxProvider(Protocol):
     lifecycle manager's business, kept in thread metadata)."""
 
     name: str
+    reaches_credential_proxy: bool
+    """Whether this provider's sandboxes have a network path to the credential proxy. Without one
+    the lifecycle gives them no grant at all (:class:`~drydock.sandbox.credentials.NoProxy`),
+    explicitly, whatever credentials it was handed."""
 
     async def create(self, thread_id: str, *, labels: Mapping[str, str] | None = None) -> SandboxHandle:
         """A new sandbox for ``thread_id`` whose daemon answers health; :class:`SandboxCreationFailed`

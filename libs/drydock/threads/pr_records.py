@@ -4,7 +4,8 @@ Comments on such a pull request and pushes to its branch must return to the thre
 created it, never start a fresh one (FIELD-NOTES: "failure modes"). The record is written when
 the agent opens the pull request; an index from branch name to thread covers events that only
 name the branch. As a last resort the branch name itself carries the thread's short id
-(``drydock/<short id>-<slug>``), resolved through an index written when the thread starts.
+(``<prefix><short id>-<slug>``, the prefix ``drydock/`` by default), resolved through an index
+written when the thread starts.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from drydock.infra.redis import Keys, Queue
 from drydock.threads.ids import short_id
 
 BRANCH_PREFIX = "drydock/"
-_BRANCH_SHORT_ID = re.compile(r"^drydock/([0-9a-f]{12})(?:[-/]|$)")
+_BRANCH_SHORT_ID = re.compile(r"(?:^|[/-])([0-9a-f]{12})(?:[-/]|$)")
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 
@@ -32,15 +33,18 @@ class PullRequestState(StrEnum):
     MERGED = "merged"
 
 
-def branch_name(thread_id: str, title: str = "") -> str:
-    """The branch the agent uses for a thread: ``drydock/<short id>-<slug of title>``."""
+def branch_name(thread_id: str, title: str = "", *, prefix: str = BRANCH_PREFIX) -> str:
+    """The branch the agent uses for a thread: ``<prefix><short id>-<slug of title>``; the
+    prefix is ``drydock/`` unless the user's profile sets another."""
     slug = _SLUG.sub("-", title.lower()).strip("-")[:40].rstrip("-")
-    return f"{BRANCH_PREFIX}{short_id(thread_id)}" + (f"-{slug}" if slug else "")
+    return f"{prefix}{short_id(thread_id)}" + (f"-{slug}" if slug else "")
 
 
 def branch_short_id(branch: str) -> str | None:
-    """The thread short id an agent branch name carries, if it is one."""
-    found = _BRANCH_SHORT_ID.match(branch.removeprefix("refs/heads/"))
+    """The thread short id an agent branch name carries, if it is one: twelve hex digits
+    standing alone between the start, ``/`` or ``-`` and ``-``, ``/`` or the end, after any
+    prefix. Only an id the short-id index knows names a thread."""
+    found = _BRANCH_SHORT_ID.search(branch.removeprefix("refs/heads/"))
     return found.group(1) if found else None
 
 

@@ -45,6 +45,7 @@ from drydock.bus import Bus, EventType, RunEvent
 from drydock.bus.envelopes import ReplyAddress
 from drydock.channels.outbound import Outbound
 from drydock.config import Settings
+from drydock.graphs.entrypoints import with_inputs
 from drydock.graphs.inputs import AgentInputs, Checkout, GraphFactory
 from drydock.infra.redis import Keys
 from drydock.middleware import EmptyReplies, RunLimits, StopReason, stop_reason
@@ -234,26 +235,25 @@ class AgentRuns:
                 http=parts.http,
             ),
         )
-        agent = parts.factory(
-            AgentInputs(
-                scope=scope,
-                model=parts.models.chat_model(resolved),
-                fallback=parts.models.chat_model(fallback) if fallback is not None else None,
-                backend=backend,
-                tools=tools,
-                checkpointer=parts.checkpointer,
-                inbox=self.inbox,
-                sandbox_failures=parts.sandboxes.failures,
-                status=SourceStatus(parts.outbound, self.metadata, scope.thread_id, scope.reply_to)
-                if self._can_answer(scope)
-                else None,
-                notifier=notices,
-                checkout=checkout,
-                limits=self.limits,
-                branch_prefix=(profile.branch_prefix if profile and profile.branch_prefix else "drydock/"),
-                auto_open_pr=profile.auto_open_pr if profile else True,
-            )
+        inputs = AgentInputs(
+            scope=scope,
+            model=parts.models.chat_model(resolved),
+            fallback=parts.models.chat_model(fallback) if fallback is not None else None,
+            backend=backend,
+            tools=tools,
+            checkpointer=parts.checkpointer,
+            inbox=self.inbox,
+            sandbox_failures=parts.sandboxes.failures,
+            status=SourceStatus(parts.outbound, self.metadata, scope.thread_id, scope.reply_to)
+            if self._can_answer(scope)
+            else None,
+            notifier=notices,
+            checkout=checkout,
+            limits=self.limits,
+            branch_prefix=(profile.branch_prefix if profile and profile.branch_prefix else "drydock/"),
+            auto_open_pr=profile.auto_open_pr if profile else True,
         )
+        agent = parts.factory(with_inputs(config, inputs))
         await events.emit(
             EventType.STARTED, model=resolved.id, effort=resolved.effort, sandbox_id=backend.id, fence=fence
         )

@@ -38,7 +38,7 @@ from drydock.channels.payload import (
     optional_string,
     string,
 )
-from drydock.threads.pr_records import BRANCH_PREFIX
+from drydock.threads.pr_records import BRANCH_PREFIX, branch_short_id
 
 EVENT_HEADER = "x-github-event"
 DELIVERY_HEADER = "x-github-delivery"
@@ -269,7 +269,9 @@ def _pull_request(ctx: _Context) -> Delivery:
 
 def _push(ctx: _Context) -> Delivery:
     ref = string(ctx.payload, "ref")
-    if not ref.startswith("refs/heads/" + BRANCH_PREFIX):
+    if not ref.startswith("refs/heads/") or (
+        not ref.startswith("refs/heads/" + BRANCH_PREFIX) and branch_short_id(ref) is None
+    ):
         return ctx.ignored("push to a branch that is not an agent branch")
     if flag(ctx.payload, "deleted"):
         return ctx.ignored("branch deletion")

@@ -122,6 +122,7 @@ class LocalProvider:
     """Sandboxes as local daemon processes; see the module documentation."""
 
     name = "local"
+    reaches_credential_proxy = True
 
     def __init__(
         self,

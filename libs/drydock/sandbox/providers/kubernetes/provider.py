@@ -47,6 +47,7 @@ class KubernetesProvider:
     """
 
     name = "kubernetes"
+    reaches_credential_proxy = True
 
     def __init__(self, settings: SandboxSettings, records: SandboxRecords, *, api: Any = None) -> None:
         self._settings = settings
