@@ -77,7 +77,7 @@ async def handle(ingress: Ingress, request: Request, channel: Channel, reader: R
             reason=rejected.reason,
             client=request.client.host if request.client else None,
         )
-        return JSONResponse({"error": rejected.reason}, rejected.status)
+        return JSONResponse({"error": rejected.reason, **rejected.details}, rejected.status)
     except Unavailable as unavailable:
         outcome = "unavailable"
         log.error("webhook not accepted: dependency unavailable", channel=channel.value, reason=unavailable.reason)

@@ -36,14 +36,47 @@ def delivery_id(value: str | None, name: str) -> str:
     return value
 
 
+MAX_DEPTH = 64
+"""How deeply a delivery's JSON may nest arrays and objects, the body itself being level 1.
+No source's payload comes near it (GitHub's nest about six levels); deeper ones are refused
+before anything reads them, since the serializers further on fail a few hundred levels down."""
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_INNERMOST = re.compile(rb"\[\]|\{\}")
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+
+
+def _nested_within(text: bytes, limit: int) -> bool:
+    """Whether valid JSON ``text`` nests at most ``limit`` levels: with the strings removed,
+    each pass deletes the innermost pairs of brackets, so ``n`` levels take ``n`` passes."""
+    if text.count(b"[") + text.count(b"{") <= limit:
+        return True
+    brackets = _STRING.sub(b"", text).translate(None, _NOT_BRACKETS)
+    for _ in range(limit):
+        if not brackets:
+            return True
+        brackets = _INNERMOST.sub(b"", brackets)
+    return not brackets
+
+
+def account_id(value: str, name: str) -> str:
+    """Validate the id of the account that sent a message, taken from the field ``name``: it
+    keys the account links, so it has no whitespace or control characters."""
+    if not value or len(value) > 256 or not value.isprintable() or any(char.isspace() for char in value):
+        raise MalformedDelivery(f"'{name}' is not an account id (printable, without whitespace)")
+    return value
+
+
 def load_json(body: bytes | str) -> Object:
-    """A JSON object from ``body``."""
+    """A JSON object from ``body``, nested at most :data:`MAX_DEPTH` levels."""
     try:
         value = _loads(body)
     except (ValueError, RecursionError):
         raise MalformedDelivery("body is not valid JSON") from None
     if not isinstance(value, dict):
         raise MalformedDelivery("body is not a JSON object")
+    if not _nested_within(body.encode() if isinstance(body, str) else body, MAX_DEPTH):
+        raise MalformedDelivery(f"body is nested deeper than {MAX_DEPTH} levels")
     return value
 
 
