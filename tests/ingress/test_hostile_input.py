@@ -4,6 +4,7 @@ answered with a 2xx or a 4xx that says why, never a 5xx, and nothing is publishe
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from drydock.channels.payload import MAX_DEPTH
@@ -96,6 +97,36 @@ class TestBodyLimit:
         from drydock.config import IngressSettings
 
         assert IngressSettings().max_body_bytes >= 25 * 1024 * 1024
+
+    async def test_a_20_mb_push_is_accepted_with_the_default_limit(
+        self, start_ingress: StartIngress, repo: str
+    ) -> None:
+        payload = webhooks.push(ORG, repo, "main")
+        commit = {"id": "a" * 40, "message": "a long commit message\n" * 200, "added": ["src/module.py"] * 50}
+        payload["commits"] = [commit] * 4000
+        request = signing.github(GITHUB_SECRET, "push", payload)
+        assert len(request.body) > 20_000_000
+        async with start_ingress() as running:
+            response = await running.client.post(
+                request.path, content=request.body, headers=request.headers, timeout=60
+            )
+            assert response.status_code == 200, response.text
+
+    async def test_an_event_larger_than_nats_accepts_is_a_413(self, start_ingress: StartIngress, repo: str) -> None:
+        payload = webhooks.check_run(ORG, repo)
+        payload["check_run"]["output"] = {"text": "a line of a long build log\n" * 100_000}
+        async with start_ingress() as running:
+            await trust(running, repo)
+            limit = running.bus.nc.max_payload
+            assert len(json.dumps(payload)) > limit
+            request = signing.github(GITHUB_SECRET, "check_run", payload)
+            before = await running.stream_marks()
+            response = await running.send(request)
+            assert response.status_code == 413, response.text
+            assert response.json()["limit_bytes"] == limit
+            assert await running.stream_marks() == before
+            # Refused for good: the retry is refused the same way, not taken for a duplicate.
+            assert (await running.send(request)).status_code == 413
 
     async def test_a_413_says_the_limit(self, start_ingress: StartIngress, repo: str) -> None:
         payload = webhooks.issue_comment(ORG, repo, 1, "@drydock " + "x" * 4096)

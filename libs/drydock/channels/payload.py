@@ -39,24 +39,22 @@ def delivery_id(value: str | None, name: str) -> str:
 MAX_DEPTH = 64
 """How deeply a delivery's JSON may nest arrays and objects, the body itself being level 1.
 No source's payload comes near it (GitHub's nest about six levels); deeper ones are refused
-before anything reads them, since the serializers further on fail a few hundred levels down."""
-
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_INNERMOST = re.compile(rb"\[\]|\{\}")
-_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+before anything else reads them, since the serializers further on fail a few hundred levels
+down."""
 
 
-def _nested_within(text: bytes, limit: int) -> bool:
-    """Whether valid JSON ``text`` nests at most ``limit`` levels: with the strings removed,
-    each pass deletes the innermost pairs of brackets, so ``n`` levels take ``n`` passes."""
-    if text.count(b"[") + text.count(b"{") <= limit:
-        return True
-    brackets = _STRING.sub(b"", text).translate(None, _NOT_BRACKETS)
-    for _ in range(limit):
-        if not brackets:
-            return True
-        brackets = _INNERMOST.sub(b"", brackets)
-    return not brackets
+def _nested_within(value: Any, limit: int) -> bool:
+    """Whether parsed JSON ``value`` nests at most ``limit`` levels of arrays and objects. Its
+    cost is one step per value inside a container: a tenth of orjson's parse on real payloads."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        container, level = stack.pop()
+        if level > limit:
+            return False
+        for child in container.values() if type(container) is dict else container:
+            if type(child) is dict or type(child) is list:
+                stack.append((child, level + 1))
+    return True
 
 
 def account_id(value: str, name: str) -> str:
@@ -75,7 +73,7 @@ def load_json(body: bytes | str) -> Object:
         raise MalformedDelivery("body is not valid JSON") from None
     if not isinstance(value, dict):
         raise MalformedDelivery("body is not a JSON object")
-    if not _nested_within(body.encode() if isinstance(body, str) else body, MAX_DEPTH):
+    if not _nested_within(value, MAX_DEPTH):
         raise MalformedDelivery(f"body is nested deeper than {MAX_DEPTH} levels")
     return value
 
