@@ -67,6 +67,14 @@ class TestIncompleteRequests:
             assert READ_TIMEOUT * 0.9 <= took <= READ_TIMEOUT + SLACK
             assert await running.stream_marks() == before
 
+    async def test_an_answer_sent_before_the_body_is_the_only_answer(self, start_ingress: StartIngress) -> None:
+        headers = {"Content-Type": "application/json", "Content-Length": "100"}
+        async with start_ingress(http={"read_timeout": READ_TIMEOUT}) as running:
+            took, answer = await closed_after(running, head("/no-such-path", headers) + b"{")
+            assert READ_TIMEOUT * 0.9 <= took <= READ_TIMEOUT + SLACK
+            assert answer.startswith(b"HTTP/1.1 404 ")
+            assert answer.count(b"HTTP/1.1 ") == 1
+
     async def test_a_huge_declared_chunk(self, start_ingress: StartIngress) -> None:
         headers = {"Content-Type": "application/json", "Transfer-Encoding": "chunked", "X-GitHub-Event": "ping"}
         async with start_ingress(http={"read_timeout": READ_TIMEOUT}) as running:

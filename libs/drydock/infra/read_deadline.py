@@ -4,7 +4,8 @@ shorter than declared, a chunk larger than it ever sends) would hold its connect
 
 The clock starts when the connection opens or a request's first bytes arrive and stops when the
 request is complete. When it runs out the connection is closed; a request whose headers never
-arrived is answered ``408`` first (with a body the app is reading, it sees the disconnect).
+arrived is answered ``408`` first (after them the app owns the answer: reading the body, it sees
+the disconnect).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class ReadDeadlineProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._read_deadline: asyncio.TimerHandle | None = None
+        self._headers_received = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -42,6 +44,14 @@ class ReadDeadlineProtocol(HttpToolsProtocol):
         if self._read_deadline is None:
             self._arm()
         super().data_received(data)
+
+    def on_message_begin(self) -> None:
+        self._headers_received = False
+        super().on_message_begin()
+
+    def on_headers_complete(self) -> None:
+        self._headers_received = True
+        super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         self._disarm()
@@ -63,14 +73,14 @@ class ReadDeadlineProtocol(HttpToolsProtocol):
         self._read_deadline = None
         if self.transport.is_closing():
             return
-        waiting_for_headers = self.cycle is None or self.cycle.response_complete
         log.info(
             "request not received in time; connection closed",
             client=self.client[0] if self.client else None,
             limit_seconds=self.read_timeout,
-            part="headers" if waiting_for_headers else "body",
+            part="body" if self._headers_received else "headers",
         )
-        if waiting_for_headers:
+        # Once the headers are in, the app owns the answer (it may have sent one already).
+        if not self._headers_received:
             self.transport.write(_REQUEST_TIMEOUT)
         self.transport.close()
 
