@@ -7,20 +7,32 @@ import os
 import re
 import signal
 import sys
+import uuid
+from pathlib import Path
 
 import httpx
 import pytest
+from redis.asyncio import Redis
 
+from drydock.config import SandboxSettings
 from drydock.infra.embedded import free_port
+from drydock.infra.redis import Keys
+from drydock.sandbox.providers.local import DIRECTORY_LABEL, PID_LABEL, LocalProvider
+from drydock.sandbox.providers.local_processes import is_running
+from drydock.sandbox.records import SandboxRecords
 from tests.infra.test_embedded import alive, server_pids, wait_gone
 
 
 class TestDev:
     @pytest.mark.timeout(240)
-    async def test_starts_everything_and_stops_cleanly_on_sigint(self) -> None:
+    async def test_starts_everything_and_stops_cleanly_on_sigint(
+        self, tmp_path: Path, redis: Redis, keys: Keys
+    ) -> None:
         port = free_port()
         environment = {k: v for k, v in os.environ.items() if not k.startswith("DRYDOCK_")}
         environment["DRYDOCK_HTTP_PORT"] = str(port)
+        root = tmp_path / "sandboxes"
+        environment["DRYDOCK_SANDBOX_LOCAL_ROOT"] = str(root)
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -61,10 +73,23 @@ class TestDev:
                         await asyncio.sleep(0.05)
                 assert response.json()["status"] == "ready"
 
+            # A sandbox in dev's root whose record dev's store does not have, as after a restart
+            # of its ephemeral store.
+            provider = LocalProvider(
+                SandboxSettings(local_root=str(root), local_bubblewrap=False, local_allow_unisolated=True),
+                SandboxRecords(redis, keys),
+            )
+            sandbox = await provider.create(str(uuid.uuid4()))
+            await provider.aclose()
+
             process.send_signal(signal.SIGINT)
             rest = await asyncio.wait_for(process.stdout.read(), 30)
             assert await asyncio.wait_for(process.wait(), 30) == 0
             assert "drydock: stopped" in rest.decode()
+            assert "stopped 1 sandbox(es)" in rest.decode()
+            assert not is_running(int(sandbox.labels[PID_LABEL]), sandbox.labels[DIRECTORY_LABEL])
+            assert not (root / sandbox.id).exists()
+            await SandboxRecords(redis, keys).remove(sandbox.id)
             assert await wait_gone(pids, within=5) == []
             assert not any(alive(pid) for pid in pids)
         finally:

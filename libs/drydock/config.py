@@ -367,7 +367,9 @@ class IngressSettings(BaseModel):
     """The webhook ingress (``DRYDOCK_INGRESS_*``)."""
 
     max_body_bytes: int = Field(
-        default=4 * 1024 * 1024, gt=0, description="Larger webhook bodies are refused with 413."
+        default=25 * 1024 * 1024,
+        gt=0,
+        description="Larger webhook bodies are refused with 413. The default admits GitHub's largest (25 MB).",
     )
     dedup_ttl: Duration = Field(
         default=timedelta(hours=48),
@@ -725,6 +727,12 @@ class HttpSettings(BaseModel):
         description="How long an idle client connection stays open. Longer than a load balancer's or "
         "client's idle timeout (AWS ALB 60 s), so that none of them sends on a connection the "
         "server is just closing.",
+    )
+    read_timeout: Duration = Field(
+        default=timedelta(seconds=30),
+        gt=timedelta(0),
+        description="How long a client may take to send a request, headers and body, from its first "
+        "byte (or the connection's opening); past it the connection is closed.",
     )
     health_listener: bool = Field(
         default=True,

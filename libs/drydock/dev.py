@@ -1,7 +1,9 @@
 """``drydock dev``: the full environment in one process.
 
 NATS and Valkey are embedded when ``DRYDOCK_NATS_URL`` / ``DRYDOCK_REDIS_URL`` are unset;
-every registered service that runs in development is started on the shared runtime.
+every registered service that runs in development is started on the shared runtime. When it
+exits (Ctrl-C, SIGTERM) it deletes the local sandboxes of its root: their daemons outlive the
+process that started them, as pods would, and nothing else would stop them.
 """
 
 from __future__ import annotations
@@ -10,10 +12,33 @@ import asyncio
 import contextlib
 import sys
 
+from redis.exceptions import RedisError
+
 from drydock import services
 from drydock.config import Settings
+from drydock.errors import describe
 from drydock.infra.embedded import embedded_infrastructure
-from drydock.runtime import open_runtime
+from drydock.runtime import Runtime, open_runtime
+from drydock.sandbox.providers.local import LocalProvider
+from drydock.sandbox.records import SandboxRecords
+
+
+async def stop_sandboxes(runtime: Runtime) -> None:
+    """Delete every local sandbox of the configured root, recorded or not."""
+    if runtime.settings.sandbox.provider != "local":
+        return
+    provider = LocalProvider(runtime.settings.sandbox, SandboxRecords(runtime.redis, runtime.keys))
+    try:
+        handles = await provider.list()
+        for handle in handles:
+            await provider.delete(handle.id)
+    except (RedisError, OSError) as error:
+        print(f"drydock dev: sandboxes not stopped: {describe(error)}", file=sys.stderr, flush=True)
+        return
+    finally:
+        await provider.aclose()
+    if handles:
+        print(f"drydock dev: stopped {len(handles)} sandbox(es)", file=sys.stderr, flush=True)
 
 
 async def run_dev(settings: Settings) -> None:
@@ -30,6 +55,8 @@ async def run_dev(settings: Settings) -> None:
         print(f"drydock dev: NATS {settings.nats.url}{' (embedded)' if need_nats else ''}", flush=True)
         print(f"drydock dev: Redis {settings.redis.url}{' (embedded)' if need_redis else ''}", flush=True)
         runtime = await stack.enter_async_context(open_runtime(settings, name="dev"))
+        # Runs once the services have stopped, before the runtime closes.
+        stack.push_async_callback(stop_sandboxes, runtime)
         to_run = [service for service in services.available().values() if service.in_dev]
         async with asyncio.TaskGroup() as group:
             for service in to_run:

@@ -21,6 +21,7 @@ from starlette.types import Receive, Scope, Send
 import drydock
 from drydock.config import HttpSettings, load_settings
 from drydock.errors import describe
+from drydock.infra.read_deadline import with_read_deadline
 from drydock.runtime import Runtime, open_runtime
 from drydock.telemetry import metrics_response
 
@@ -126,20 +127,28 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def server_config(app: FastAPI, http: HttpSettings, **options: Any) -> uvicorn.Config:
+    """uvicorn's configuration for ``app`` by ``http``: the idle timeout of a kept-alive
+    connection, and the deadline on receiving each request (:mod:`drydock.infra.read_deadline`);
+    ``options`` are passed on (``lifespan``, ``host``, ``port``)."""
+    return uvicorn.Config(
+        app,
+        **{
+            "log_config": None,
+            "lifespan": "on",
+            "timeout_keep_alive": math.ceil(http.keep_alive.total_seconds()),
+            "http": with_read_deadline(http.read_timeout.total_seconds()),
+            **options,
+        },
+    )
+
+
 async def serve(app: FastAPI, http: HttpSettings) -> None:
     """Serve on ``http.host``:``http.port`` until cancelled, then shut down gracefully;
     :class:`ListenError` if the address cannot be bound."""
     host, port = http.host, http.port
     sock = _listen(host, port)
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_config=None,
-        lifespan="on",
-        timeout_keep_alive=math.ceil(http.keep_alive.total_seconds()),
-    )
-    server = _EmbeddedServer(config)
+    server = _EmbeddedServer(server_config(app, http, host=host, port=port))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         await asyncio.shield(task)

@@ -9,7 +9,7 @@ from services.ingress.errors import Rejected
 
 
 def _too_large(limit: int) -> Rejected:
-    return Rejected(413, f"body larger than {limit} bytes", "too_large")
+    return Rejected(413, f"body larger than {limit} bytes", "too_large", limit_bytes=limit)
 
 
 async def read_body(request: Request, limit: int) -> bytes:

@@ -18,12 +18,12 @@ import asyncio
 
 from redis.exceptions import RedisError
 
-from drydock.bus import Bus, BusUnavailable, Wake
+from drydock.bus import Bus, BusUnavailable, MessageTooLarge, Wake
 from drydock.errors import describe
 from drydock.threads.inbox import Inbox
 from drydock.threads.metadata import ThreadExists, ThreadMetadataStore
 from drydock.threads.pr_records import PullRequestRecords
-from services.ingress.errors import Unavailable
+from services.ingress.errors import Rejected, Unavailable
 from services.ingress.routing import Publish, Route
 
 
@@ -54,7 +54,8 @@ class Dispatcher:
             await self._bus.wake(wake, msg_id=f"wake:{route.thread_id}:{route.message.delivery_id}")
 
     async def dispatch(self, routes: list[Route], publishes: list[Publish]) -> None:
-        """Raises :class:`Unavailable` when Redis or NATS did not take all of it."""
+        """Raises :class:`Unavailable` when Redis or NATS did not take all of it, and
+        :class:`Rejected` (413) when a message is larger than NATS accepts."""
         try:
             new_threads = [route for route in routes if route.create is not None]
             settled = [route for route in routes if route.create is None and route.settings]
@@ -73,6 +74,8 @@ class Dispatcher:
                 await work[0]
             else:
                 await asyncio.gather(*work)
+        except MessageTooLarge as error:
+            raise Rejected(413, str(error), "too_large", limit_bytes=error.limit) from None
         except BusUnavailable as error:
             raise Unavailable(f"message bus: {error}") from None
         except (RedisError, OSError) as error:

@@ -6,11 +6,13 @@ from __future__ import annotations
 class Rejected(Exception):
     """The request is refused with a 4xx; ``reason`` is safe to log and to return."""
 
-    def __init__(self, status: int, reason: str, outcome: str) -> None:
+    def __init__(self, status: int, reason: str, outcome: str, **details: int | str) -> None:
+        """``details`` go into the answer's JSON body next to ``error`` (413: ``limit_bytes``)."""
         super().__init__(reason)
         self.status = status
         self.reason = reason
         self.outcome = outcome
+        self.details = details
 
 
 class Unavailable(Exception):

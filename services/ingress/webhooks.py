@@ -8,6 +8,7 @@ reason, never with the body.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Mapping
 
@@ -34,6 +35,8 @@ log = structlog.get_logger(__name__)
 Reader = Callable[[Settings, Mapping[str, str], bytes], Delivery]
 
 RETRY_AFTER_SECONDS = "5"
+INLINE_READ_BYTES = 256 * 1024
+"""Bodies up to this size are verified and parsed on the event loop; larger ones in a thread."""
 
 
 def _read(reader: Reader, settings: Settings, headers: Mapping[str, str], body: bytes) -> Delivery:
@@ -52,7 +55,11 @@ async def handle(ingress: Ingress, request: Request, channel: Channel, reader: R
     outcome = "error"
     try:
         body = await read_body(request, ingress.settings.ingress.max_body_bytes)
-        delivery = _read(reader, ingress.settings, request.headers, body)
+        if len(body) > INLINE_READ_BYTES:
+            # Verifying and parsing megabytes takes long enough to hold every other request.
+            delivery = await asyncio.to_thread(_read, reader, ingress.settings, request.headers, body)
+        else:
+            delivery = _read(reader, ingress.settings, request.headers, body)
         if delivery.challenge is not None:
             outcome = "challenge"
             return JSONResponse({"challenge": delivery.challenge})
@@ -77,7 +84,7 @@ async def handle(ingress: Ingress, request: Request, channel: Channel, reader: R
             reason=rejected.reason,
             client=request.client.host if request.client else None,
         )
-        return JSONResponse({"error": rejected.reason}, rejected.status)
+        return JSONResponse({"error": rejected.reason, **rejected.details}, rejected.status)
     except Unavailable as unavailable:
         outcome = "unavailable"
         log.error("webhook not accepted: dependency unavailable", channel=channel.value, reason=unavailable.reason)

@@ -330,3 +330,21 @@ class TestRepliesAndStatus:
         updated = ReplyAddress(channel=Channel.GITHUB, address={**pull.address, **kept})
         assert await status.show(updated, RunStatus.STEP_LIMIT) == {}
         assert (run.status, run.conclusion) == ("completed", "neutral")
+
+    async def test_a_stopped_run_cancels_its_check_run(
+        self, github: FakeGitHub, client: GithubClient, installation: Installation
+    ) -> None:
+        status = GithubStatus(client)
+        address = {
+            "host": "github.com",
+            "repository": REPO,
+            "number": "11",
+            "installation_id": str(installation.id),
+            "head_sha": "c" * 40,
+        }
+        pull = ReplyAddress(channel=Channel.GITHUB, address=address)
+        kept = await status.show(pull, RunStatus.WORKING)
+        run = activity_of(github.state).check_runs[int(kept["check_run_id"])]
+        updated = ReplyAddress(channel=Channel.GITHUB, address={**address, **kept})
+        await status.show(updated, RunStatus.STOPPED, "Stopped by ada.")
+        assert (run.status, run.conclusion, run.output["summary"]) == ("completed", "cancelled", "Stopped by ada.")

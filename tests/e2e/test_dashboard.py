@@ -98,3 +98,29 @@ class TestFromTheDashboard:
                 ended = await asyncio.wait_for(watch(client, thread_id, {"completed", "error"}), 60)
                 assert ended[-1]["type"] == "completed"
                 assert ended[-1]["data"]["summary"] == "Finished after the follow-up."
+
+    async def test_a_stop_during_the_first_model_call_ends_the_run_for_good(self, tmp_path: Path) -> None:
+        script = (
+            Script()
+            .tool_call("execute", command="touch /workspace/ran", latency=3.0)
+            .reply("This run should have stopped.")
+        )
+        async with pipeline(tmp_path, script, dashboard=True) as stage:
+            client, csrf, thread_id = await start(stage, "Run a command.")
+            async with contextlib.aclosing(client):
+                watching = asyncio.create_task(watch(client, thread_id, {"stopped", "completed", "error"}))
+                await asyncio.wait_for(stage.model.wait_for_requests(1), 60)
+                stop = await client.post(f"/api/v1/threads/{thread_id}/stop", headers={"X-CSRF-Token": csrf})
+                assert stop.status_code == 202, stop.text
+                seen = await asyncio.wait_for(watching, 60)
+                assert seen[-1]["type"] == "stopped", seen
+                # Long enough for a redelivered wake or an inbox re-check to start a second run.
+                await asyncio.sleep(4)
+                events = [event.type for event in await stage.events(thread_id)]
+                assert events.count(EventType.STARTED) == 1, events
+                assert EventType.COMPLETED not in events
+                assert EventType.TOOL_CALL not in events
+                assert len(stage.model.requests) == 1
+                assert await state(client, thread_id) == "stopped"
+                detail = (await client.get(f"/api/v1/threads/{thread_id}")).json()
+                assert detail["stop_requested"] is False

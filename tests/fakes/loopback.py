@@ -11,12 +11,13 @@ import math
 import socket
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Self
+from typing import Literal, Self
 
 import uvicorn
 from fastapi import FastAPI
 
 from drydock.config import HttpSettings
+from drydock.http import server_config
 
 
 class _Server(uvicorn.Server):
@@ -26,9 +27,11 @@ class _Server(uvicorn.Server):
 
 
 class LoopbackServer:
-    def __init__(self, app: FastAPI, *, lifespan: bool = False) -> None:
+    def __init__(self, app: FastAPI, *, lifespan: bool = False, http: HttpSettings | None = None) -> None:
+        """``http``: serve as the services do by those settings (read deadline, keep-alive)."""
         self._app = app
         self._lifespan = lifespan
+        self._http = http
         self._socket: socket.socket | None = None
         self._server: _Server | None = None
         self._task: asyncio.Task[None] | None = None
@@ -48,15 +51,19 @@ class LoopbackServer:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind(("127.0.0.1", 0))
         self._socket = sock
-        config = uvicorn.Config(
-            self._app,
-            log_config=None,
-            lifespan="on" if self._lifespan else "off",
-            access_log=False,
-            # As the services do (DRYDOCK_HTTP_KEEP_ALIVE): longer than httpx's 5 s pool expiry,
-            # so a client never reuses a connection this server is just closing.
-            timeout_keep_alive=math.ceil(HttpSettings().keep_alive.total_seconds()),
-        )
+        lifespan: Literal["on", "off"] = "on" if self._lifespan else "off"
+        if self._http is not None:
+            config = server_config(self._app, self._http, lifespan=lifespan, access_log=False)
+        else:
+            config = uvicorn.Config(
+                self._app,
+                log_config=None,
+                lifespan=lifespan,
+                access_log=False,
+                # As the services do (DRYDOCK_HTTP_KEEP_ALIVE): longer than httpx's 5 s pool expiry,
+                # so a client never reuses a connection this server is just closing.
+                timeout_keep_alive=math.ceil(HttpSettings().keep_alive.total_seconds()),
+            )
         self._server = _Server(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
         while not self._server.started:

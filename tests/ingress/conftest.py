@@ -111,7 +111,10 @@ def start_ingress(settings: Settings, nats_client: Any, bus: Bus, redis: Any, ke
         runtime = Runtime(configured, nats_client, bus, redis, keys)
         ingress = Ingress(runtime, outbound or Outbound({}, {}, []), outbound.github if outbound else None)
         app = create_app("ingress-test", runtime, [lambda _: webhook_router(ingress)])
-        async with LoopbackServer(app, lifespan=True) as server, httpx.AsyncClient(base_url=server.base_url) as client:
+        async with (
+            LoopbackServer(app, lifespan=True, http=configured.http) as server,
+            httpx.AsyncClient(base_url=server.base_url) as client,
+        ):
             yield RunningIngress(
                 client,
                 ingress,

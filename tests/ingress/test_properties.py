@@ -16,7 +16,8 @@ import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.channels.test_parse_properties import mutated
+from drydock.channels.payload import MAX_DEPTH
+from tests.channels.test_parse_properties import mutated, paths
 from tests.fakes import linear as fake_linear
 from tests.fakes import signing
 from tests.fakes import slack as fake_slack
@@ -140,5 +141,90 @@ class TestNoServerErrors:
                 else:
                     request = signing.github(GITHUB_SECRET, kind, changed)
                 no_server_error(sender.send(request))
+
+            await asyncio.to_thread(check)
+
+
+ID_KEYS = frozenset({"id", "user", "userId", "creatorId", "login"})
+GITHUB_EVENTS = [
+    "branch_protection_configuration",
+    "code_scanning_alert",
+    "deployment_status",
+    "installation_repositories",
+    "merge_group",
+    "personal_access_token_request",
+    "projects_v2",
+    "projects_v2_item",
+    "projects_v2_status_update",
+    "repository_vulnerability_alert",
+    "security_and_analysis",
+    "sub_issues",
+]
+"""Events GitHub sends that the ingress does not route, several with digits in their names."""
+hostile_ids = st.text(st.characters(codec="utf-8"), min_size=1, max_size=12).filter(
+    lambda text: any(char.isspace() or not char.isprintable() for char in text)
+)
+
+
+def deep(depth: int) -> Any:
+    value: Any = 0
+    for level in range(depth):
+        value = [value] if level % 2 else {"d": value}
+    return value
+
+
+class TestHostileParts:
+    async def test_ids_with_whitespace_and_deep_values(self, start_ingress: StartIngress, repo: str) -> None:
+        issue = fake_linear.LinearIssue("issue-1", "DRY-1", "t")
+        payloads: list[tuple[str, dict[str, Any]]] = [
+            ("issue_comment", webhooks.issue_comment(ORG, repo, 1, "@drydock go")),
+            ("pull_request", webhooks.pull_request(ORG, repo, 3, "opened")),
+            ("check_run", webhooks.check_run(ORG, repo)),
+            ("slack", fake_slack.app_mention("C1", "1.000001", f"<@U0DRYBOT> go repo:{ORG}/{repo}")),
+            ("linear", fake_linear.comment_created(issue, f"@drydock go repo:{ORG}/{repo}")),
+            ("linear", fake_linear.agent_session_prompted(issue, "s-1", "more")),
+        ]
+        async with start_ingress(slack={"bot_user_id": "U0DRYBOT"}) as running:
+            await trust(running, repo, reviewer=True)
+            sender = Sender(running.client, asyncio.get_running_loop())
+
+            @EXAMPLES
+            @given(st.sampled_from(payloads), st.data(), st.integers(min_value=1, max_value=400))
+            def check(chosen: tuple[str, dict[str, Any]], data: st.DataObject, depth: int) -> None:
+                kind, payload = chosen
+                changed: dict[str, Any] = json.loads(json.dumps(payload))
+                where = data.draw(st.sampled_from(paths(changed)))
+                parent: Any = changed
+                for step in where[:-1]:
+                    parent = parent[step]
+                hostile_id = where[-1] in ID_KEYS and data.draw(st.booleans())
+                parent[where[-1]] = data.draw(hostile_ids) if hostile_id else deep(depth)
+                if kind == "slack":
+                    request = signing.slack_event(SLACK_SECRET, changed)
+                elif kind == "linear":
+                    request = signing.linear(LINEAR_SECRET, changed)
+                else:
+                    request = signing.github(GITHUB_SECRET, kind, changed)
+                response = sender.send(request)
+                no_server_error(response)
+                if not hostile_id and len(where) + depth > MAX_DEPTH:
+                    assert response.status_code == 400, response.text
+                    assert f"{MAX_DEPTH} levels" in response.json()["error"]
+
+            await asyncio.to_thread(check)
+
+    async def test_every_event_name_github_sends_is_answered_2xx(self, start_ingress: StartIngress, repo: str) -> None:
+        async with start_ingress() as running:
+            sender = Sender(running.client, asyncio.get_running_loop())
+
+            @EXAMPLES
+            @given(st.sampled_from(GITHUB_EVENTS) | st.from_regex(r"[a-z][a-z0-9_]{0,40}", fullmatch=True))
+            def check(event: str) -> None:
+                payload = {"action": "created", "repository": webhooks.repository(ORG, repo)}
+                response = sender.send(signing.github(GITHUB_SECRET, event, payload))
+                no_server_error(response)
+                if event in GITHUB_EVENTS:
+                    assert response.status_code == 200, response.text
+                    assert response.json()["status"] == "ignored"
 
             await asyncio.to_thread(check)

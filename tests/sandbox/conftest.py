@@ -9,6 +9,7 @@ import contextlib
 import os
 import shutil
 import signal
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -111,10 +112,18 @@ def sandbox_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     assert not survivors, f"sandbox processes outlived the tests: {sorted(survivors)}"
 
 
+def own_root(sandbox_root: Path) -> Path:
+    """A root of its own under the session's: a provider takes every sandbox in its root
+    without a record (under its key prefix) for an orphan."""
+    root = sandbox_root / uuid.uuid4().hex[:8]
+    root.mkdir()
+    return root
+
+
 @pytest.fixture
 def sandbox_settings(sandbox_root: Path) -> SandboxSettings:
     return SandboxSettings(
-        local_root=str(sandbox_root),
+        local_root=str(own_root(sandbox_root)),
         creator_heartbeat=timedelta(seconds=2),
         creation_timeout=timedelta(seconds=30),
         ready_timeout=timedelta(seconds=30),

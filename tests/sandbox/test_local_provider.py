@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,7 +23,10 @@ from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.errors import SandboxCreationFailed
 from drydock.sandbox.handle import Isolation
 from drydock.sandbox.providers.local import DIRECTORY_LABEL, PID_LABEL, LocalProvider
+from drydock.sandbox.reaper import reap
 from drydock.sandbox.records import SandboxRecords
+from drydock.threads.metadata import ThreadMetadataStore
+from tests.sandbox.conftest import own_root
 from tests.sandbox.provider_contract import ProviderContract
 
 
@@ -37,9 +42,14 @@ class TestLocalProviderUnisolated(ProviderContract):
 
     @pytest.fixture(scope="class")
     @classmethod
-    async def provider(cls, sandbox_root: Path, class_records: SandboxRecords) -> AsyncIterator[LocalProvider]:
+    def class_root(cls, sandbox_root: Path) -> Path:
+        return own_root(sandbox_root)
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    async def provider(cls, class_root: Path, class_records: SandboxRecords) -> AsyncIterator[LocalProvider]:
         settings = SandboxSettings(
-            local_root=str(sandbox_root), local_bubblewrap=cls.bubblewrap, local_allow_unisolated=not cls.bubblewrap
+            local_root=str(class_root), local_bubblewrap=cls.bubblewrap, local_allow_unisolated=not cls.bubblewrap
         )
         provider = LocalProvider(settings, class_records)
         assert provider.isolation == (Isolation.BUBBLEWRAP if cls.bubblewrap else Isolation.NONE)
@@ -49,9 +59,9 @@ class TestLocalProviderUnisolated(ProviderContract):
 
     @pytest.fixture(scope="class")
     @classmethod
-    def other_provider(cls, sandbox_root: Path, class_records: SandboxRecords) -> LocalProvider:
+    def other_provider(cls, class_root: Path, class_records: SandboxRecords) -> LocalProvider:
         settings = SandboxSettings(
-            local_root=str(sandbox_root), local_bubblewrap=cls.bubblewrap, local_allow_unisolated=not cls.bubblewrap
+            local_root=str(class_root), local_bubblewrap=cls.bubblewrap, local_allow_unisolated=not cls.bubblewrap
         )
         return LocalProvider(settings, class_records)
 
@@ -275,3 +285,74 @@ def test_handle_record_round_trip_keeps_every_field(local_provider: LocalProvide
     with pytest.raises(ValueError, match="token"):
         SandboxHandle.from_record({k: v for k, v in handle.to_record().items() if k != "token"})
     assert json.loads(handle.to_record()["labels"]) == {"a": "b"}
+
+
+async def _gone(marker: bytes, within: float = 10.0) -> bool:
+    deadline = asyncio.get_running_loop().time() + within
+    while _processes_with_environment(marker):
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+class TestWithoutRecords:
+    """A store that lost the records (restarted empty) must not leave sandboxes running forever:
+    the reaper finds them in the root, by directory or by process, and deletes them."""
+
+    async def _sandbox_with_a_child(self, provider: LocalProvider) -> tuple[str, bytes]:
+        handle = await provider.create(str(uuid.uuid4()))
+        sandbox = SandboxBackend(handle)
+        assert (await sandbox.run("nohup sleep 300 >/dev/null 2>&1 & echo started")).output == "started\n"
+        await sandbox.aclose()
+        return handle.id, f"DRYDOCK_SANDBOX_ID={handle.id}".encode()
+
+    async def test_the_reaper_deletes_a_sandbox_whose_record_is_gone(
+        self,
+        local_provider: LocalProvider,
+        records: SandboxRecords,
+        metadata: ThreadMetadataStore,
+        sandbox_settings: SandboxSettings,
+    ) -> None:
+        sandbox_id, marker = await self._sandbox_with_a_child(local_provider)
+        await records.remove(sandbox_id)
+        (listed,) = await local_provider.list()
+        assert (listed.id, listed.thread_id) == (sandbox_id, "")
+        report = await reap(provider=local_provider, records=records, metadata=metadata, settings=sandbox_settings)
+        assert report.deleted == set(), "within the grace a creation may still be in flight"
+        later = time.time() + sandbox_settings.orphan_grace.total_seconds() + 1
+        report = await reap(
+            provider=local_provider, records=records, metadata=metadata, settings=sandbox_settings, now=later
+        )
+        assert report.orphaned == [sandbox_id]
+        assert await _gone(marker)
+        assert not (local_provider.root / sandbox_id).exists()
+        assert await local_provider.list() == []
+
+    async def test_processes_whose_directory_and_record_are_gone_are_killed(
+        self, local_provider: LocalProvider, records: SandboxRecords
+    ) -> None:
+        sandbox_id, marker = await self._sandbox_with_a_child(local_provider)
+        await records.remove(sandbox_id)
+        shutil.rmtree(local_provider.root / sandbox_id)
+        assert [handle.id for handle in await local_provider.list()] == [sandbox_id]
+        assert await local_provider.delete(sandbox_id)
+        assert await _gone(marker)
+        assert await local_provider.delete(sandbox_id) is False
+
+    async def test_another_roots_sandboxes_are_left_alone(
+        self, local_provider: LocalProvider, records: SandboxRecords, sandbox_root: Path
+    ) -> None:
+        settings = SandboxSettings(
+            local_root=str(own_root(sandbox_root)), local_bubblewrap=False, local_allow_unisolated=True
+        )
+        other = LocalProvider(settings, records)
+        sandbox_id, marker = await self._sandbox_with_a_child(other)
+        try:
+            await records.remove(sandbox_id)
+            assert await local_provider.list() == []
+            assert await local_provider.delete(sandbox_id) is False
+            assert _processes_with_environment(marker)
+        finally:
+            assert await other.delete(sandbox_id)
+            assert await _gone(marker)

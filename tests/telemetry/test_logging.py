@@ -44,3 +44,37 @@ class TestJsonLogs:
     def test_level_filters(self, json_logs: io.StringIO) -> None:
         structlog.get_logger("drydock.test").debug("hidden")
         assert json_logs.getvalue() == ""
+
+
+@pytest.fixture
+def console_logs() -> Iterator[io.StringIO]:
+    root = logging.getLogger()
+    saved_handlers, saved_level = root.handlers[:], root.level
+    stream = io.StringIO()
+    configure_logging(LogSettings(level="INFO"), LogFormat.CONSOLE, stream)
+    yield stream
+    root.handlers[:] = saved_handlers
+    root.setLevel(saved_level)
+    structlog.reset_defaults()
+
+
+def _fail_with(payload: str) -> None:
+    raise ValueError(f"bad payload of {len(payload)} characters")
+
+
+class TestConsoleLogs:
+    @pytest.mark.parametrize("source", ["structlog", "stdlib"])
+    def test_a_traceback_shows_no_locals(self, console_logs: io.StringIO, source: str) -> None:
+        payload = "secret-payload-" + "x" * 1_000_000
+        try:
+            _fail_with(payload)
+        except ValueError:
+            if source == "structlog":
+                structlog.get_logger("drydock.test").exception("webhook failed")
+            else:
+                logging.getLogger("uvicorn.error").exception("Exception in ASGI application")
+        written = console_logs.getvalue()
+        assert "bad payload of 1000015 characters" in written
+        assert "_fail_with" in written
+        assert "secret-payload" not in written
+        assert len(written) < 5_000

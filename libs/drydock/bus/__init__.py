@@ -1,6 +1,6 @@
 """The message bus: NATS JetStream subjects, streams, envelopes and acknowledged publishing."""
 
-from drydock.bus.client import Bus, BusUnavailable, connect_nats
+from drydock.bus.client import Bus, BusUnavailable, MessageTooLarge, connect_nats
 from drydock.bus.envelopes import (
     Author,
     Channel,
@@ -22,6 +22,7 @@ __all__ = [
     "EventType",
     "GithubEvent",
     "InboxMessage",
+    "MessageTooLarge",
     "ReplyAddress",
     "RunEvent",
     "Topology",

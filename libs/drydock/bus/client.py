@@ -9,7 +9,7 @@ import nats
 import structlog
 from nats.aio.client import Client as NatsClient
 from nats.errors import Error as NatsError
-from nats.errors import NoServersError
+from nats.errors import MaxPayloadError, NoServersError
 from nats.js import JetStreamContext
 from nats.js.api import PubAck
 from pydantic import BaseModel
@@ -28,6 +28,14 @@ _FIRST_CONNECT_ATTEMPTS = 3
 
 class BusUnavailable(RuntimeError):
     """NATS cannot be reached, or JetStream did not acknowledge a publish."""
+
+
+class MessageTooLarge(ValueError):
+    """The message is larger than the NATS server accepts (its ``max_payload``): no retry helps."""
+
+    def __init__(self, subject: str, limit: int) -> None:
+        super().__init__(f"a message to {subject} would be larger than the {limit} bytes NATS accepts")
+        self.limit = limit
 
 
 async def connect_nats(settings: NatsSettings, *, name: str, url: str | None = None) -> NatsClient:
@@ -86,6 +94,8 @@ class Bus:
         try:
             async with asyncio.timeout(self.timeout):
                 return await (await self._send(subject, envelope, msg_id, headers))
+        except MaxPayloadError:
+            raise MessageTooLarge(subject, self.nc.max_payload) from None
         except (NatsError, TimeoutError) as error:
             raise BusUnavailable(f"publish to {subject} not acknowledged: {describe(error)}") from None
 
@@ -98,6 +108,8 @@ class Bus:
         """
         try:
             return await self._send(subject, envelope, None, None)
+        except MaxPayloadError:
+            raise MessageTooLarge(subject, self.nc.max_payload) from None
         except (NatsError, TimeoutError) as error:
             raise BusUnavailable(f"publish to {subject} not sent: {describe(error)}") from None
 

@@ -7,4 +7,5 @@ class RunStatus(StrEnum):
     WORKING = "working"
     FINISHED = "finished"
     STEP_LIMIT = "step_limit"
+    STOPPED = "stopped"
     FAILED = "failed"

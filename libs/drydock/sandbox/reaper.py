@@ -5,7 +5,9 @@
   sandbox being deleted; the thread's next run creates a new one and restores its snapshot.
 * **orphaned**: no thread metadata names the sandbox (the thread is gone, or a creator died
   between creating it and recording its id), and it is older than ``orphan_grace``, which
-  protects a creation still in flight.
+  protects a creation still in flight. That includes sandboxes whose records are gone (a store
+  restarted empty): the providers list them too, local daemons by their directory in the root
+  or the ``DRYDOCK_SANDBOX_ID`` in their environment, pods by their sandbox labels.
 """
 
 from __future__ import annotations

@@ -31,7 +31,9 @@ def configure_logging(settings: LogSettings, log_format: LogFormat, stream: Text
         shared.append(structlog.processors.format_exc_info)
         renderer = structlog.processors.JSONRenderer()
     else:
-        renderer = structlog.dev.ConsoleRenderer()
+        # Plain tracebacks: the default (rich, with every frame's locals) printed whole webhook
+        # payloads and took seconds per error on the event loop.
+        renderer = structlog.dev.ConsoleRenderer(exception_formatter=structlog.dev.plain_traceback)
 
     structlog.configure(
         processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],

@@ -1,10 +1,12 @@
 """Stopping a thread's run from another process (the dashboard's stop button).
 
 A request is a flag in Redis with a TTL; the worker running the thread checks it between graph
-steps (at most every quarter second) and, when it is set, takes it (so it stops one run, once),
-ends the run with a ``stopped`` event and releases the thread. A request made while no run is
-going on stops the next run at its first step; unclaimed, it expires after ``ttl``. The thread
-stays usable: the next message starts a new run, which resumes from the last checkpoint.
+steps (at most every quarter second, and when the graph ends) and, when it is set, takes it (so
+it stops one run, once), ends the run with a ``stopped`` event, counts the messages queued so far
+as answered (no inbox re-check or redelivered wake starts the run again) and releases the thread.
+A request made while no run is going on stops the next run at its first step; unclaimed, it
+expires after ``ttl``. The thread stays usable: the next message starts a new run, which
+resumes from the last checkpoint.
 """
 
 from __future__ import annotations

@@ -12,7 +12,9 @@ messages (for graphs without the inbox middleware), and whether the checkout is 
 
 What a run did is published as run events, which also set the thread's state
 (:mod:`drydock.threads.states`). A stop request (:mod:`drydock.threads.stops`) ends a run between
-graph steps (checked at most every :data:`STOP_POLL` seconds) with a ``stopped`` event. Failures
+graph steps (checked at most every :data:`STOP_POLL` seconds, and once more when the graph ends)
+with a ``stopped`` event and the source's indicator showing it; the messages queued before the
+stop count as answered, so nothing starts the run again until a new one arrives. Failures
 a person can act on (no model configured, a model choice the catalog rejects, the model endpoint
 failing for good, a repository that cannot be cloned, the sandbox circuit breaker) end the run
 with a notice in the source conversation and an ``error`` event; they are not retried, since
@@ -44,6 +46,7 @@ from drydock.accounts.store import AccountsStore
 from drydock.bus import Bus, EventType, RunEvent
 from drydock.bus.envelopes import ReplyAddress
 from drydock.channels.outbound import Outbound
+from drydock.channels.run_status import RunStatus
 from drydock.config import Settings
 from drydock.graphs.entrypoints import with_inputs
 from drydock.graphs.inputs import AgentInputs, Checkout, GraphFactory
@@ -235,6 +238,11 @@ class AgentRuns:
                 http=parts.http,
             ),
         )
+        status = (
+            SourceStatus(parts.outbound, self.metadata, scope.thread_id, scope.reply_to)
+            if self._can_answer(scope)
+            else None
+        )
         inputs = AgentInputs(
             scope=scope,
             model=parts.models.chat_model(resolved),
@@ -244,9 +252,7 @@ class AgentRuns:
             checkpointer=parts.checkpointer,
             inbox=self.inbox,
             sandbox_failures=parts.sandboxes.failures,
-            status=SourceStatus(parts.outbound, self.metadata, scope.thread_id, scope.reply_to)
-            if self._can_answer(scope)
-            else None,
+            status=status,
             notifier=notices,
             checkout=checkout,
             limits=self.limits,
@@ -258,7 +264,7 @@ class AgentRuns:
             EventType.STARTED, model=resolved.id, effort=resolved.effort, sandbox_id=backend.id, fence=fence
         )
         # The thread still counts as running only when its last run died mid-turn.
-        cursor = await self._drive(agent, config, events, resume=fields.get(STATE) == ThreadState.RUNNING.value)
+        cursor = await self._drive(agent, config, events, status, resume=fields.get(STATE) == ThreadState.RUNNING.value)
         if checkout is not None and parts.hooks.snapshots:
             await self._snapshot(scope.thread_id, backend, checkout)
         return cursor
@@ -309,7 +315,13 @@ class AgentRuns:
         return Checkout(repository=repository, path=path, default_branch=default_branch, instructions=instructions)
 
     async def _drive(
-        self, agent: CompiledStateGraph[Any, Any, Any, Any], config: RunnableConfig, events: RunEvents, *, resume: bool
+        self,
+        agent: CompiledStateGraph[Any, Any, Any, Any],
+        config: RunnableConfig,
+        events: RunEvents,
+        status: SourceStatus | None,
+        *,
+        resume: bool,
     ) -> int:
         values, stopped_by = await self._stream(agent, None, config, events) if resume else (None, None)
         if values is None:
@@ -323,16 +335,29 @@ class AgentRuns:
             values, stopped_by = await self._stream(agent, turn, config, events)
         if values is None:
             values = (await agent.aget_state(config)).values
-        reason = stop_reason(values.get("messages", []))
         if stopped_by is not None:
-            await events.emit(EventType.STOPPED, by=stopped_by)
-        elif reason is StopReason.STEP_LIMIT:
+            return await self._stopped(config, events, status, stopped_by)
+        reason = stop_reason(values.get("messages", []))
+        if reason is StopReason.STEP_LIMIT:
             await events.emit(EventType.STEP_LIMIT, model_calls=self.limits.model_calls)
         elif reason is StopReason.SANDBOX_FAILURES:
             await events.emit(EventType.ERROR, error="the sandbox circuit breaker stopped the run")
         else:
             await events.emit(EventType.COMPLETED, summary=_last_text(values.get("messages", [])))
         return int(values.get("inbox_cursor", 0))
+
+    async def _stopped(self, config: RunnableConfig, events: RunEvents, status: SourceStatus | None, by: str) -> int:
+        """End a stopped run: its event, the source's indicator, and a cursor past everything
+        queued so far. The stream's last state can predate the step that read the inbox, and a
+        cursor before the messages the stop answered would start the run again at once."""
+        await events.emit(EventType.STOPPED, by=by)
+        thread_id = config["configurable"]["thread_id"]
+        if status is not None:
+            try:
+                await status.show(RunStatus.STOPPED, f"Stopped by {by}.")
+            except Exception as error:
+                log.warning("status indicator failed", thread_id=thread_id, status="stopped", error=repr(error))
+        return await self._cursor_after_unrun(thread_id, config)
 
     async def _stream(
         self,
@@ -371,7 +396,10 @@ class AgentRuns:
         except (openai.APIError, EmptyReplies) as error:
             detail = _failure_text(error)
             raise RunEnded(f"I stopped because the model failed: {detail}. Reply here to retry.") from None
-        return (values if ran else None), None
+        # A request that came after the last check is taken too: left pending, it would stop
+        # the thread's next run, minutes later.
+        stopped_by = await self.stops.take(thread_id) if ran else None
+        return (values if ran else None), stopped_by
 
     async def _opening_turn(self, config: RunnableConfig) -> dict[str, Any]:
         """A new turn's input for a role without inbox middleware: the messages queued after the

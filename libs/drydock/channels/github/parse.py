@@ -27,6 +27,7 @@ from drydock.channels.intents import (
 )
 from drydock.channels.payload import (
     Object,
+    account_id,
     delivery_id,
     flag,
     form_payload,
@@ -42,7 +43,7 @@ from drydock.threads.pr_records import BRANCH_PREFIX, branch_short_id
 
 EVENT_HEADER = "x-github-event"
 DELIVERY_HEADER = "x-github-delivery"
-_EVENT_NAME = re.compile(r"^[a-z_]{1,64}$")
+_EVENT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 FORWARDED_EVENTS = frozenset(
@@ -89,11 +90,16 @@ class _Context:
     def action(self) -> str | None:
         return optional_string(self.payload, "action")
 
-    def sender(self, user: Object, association: str | None = None) -> Sender:
+    def sender(self, where: str, association: str | None = None) -> Sender:
+        """The sender from the user object at the dotted path ``where``."""
+        user: Object = self.payload
+        for key in where.split("."):
+            user = obj(user, key)
         login = string(user, "login")
         agent = self.bot_login is not None and login.lower() == self.bot_login
         bot = agent or user.get("type") == "Bot" or login.lower().endswith("[bot]")
-        return Sender(Channel.GITHUB, identifier(user, "id"), login, bot=bot, agent=agent, association=association)
+        external_id = account_id(identifier(user, "id"), f"{where}.id")
+        return Sender(Channel.GITHUB, external_id, login, bot=bot, agent=agent, association=association)
 
     def reply_to(self, number: int, **extra: str) -> ReplyAddress:
         address = {"host": self.host, "repository": self.full_name, "number": str(number), **extra}
@@ -129,7 +135,7 @@ def _issue_comment(ctx: _Context) -> Delivery:
         delivery_id=ctx.delivery_id,
         event="issue_comment.created",
         conversation=ctx.conversation(number, pull_request=pull_request),
-        sender=ctx.sender(obj(comment, "user"), optional_string(comment, "author_association")),
+        sender=ctx.sender("comment.user", optional_string(comment, "author_association")),
         text=optional_string(comment, "body") or "",
         reply_to=ctx.reply_to(number, kind=kind),
         repository=ctx.full_name,
@@ -155,7 +161,7 @@ def _issues(ctx: _Context) -> Delivery:
         delivery_id=ctx.delivery_id,
         event="issues.opened",
         conversation=ctx.conversation(number, pull_request=False),
-        sender=ctx.sender(obj(issue, "user"), optional_string(issue, "author_association")),
+        sender=ctx.sender("issue.user", optional_string(issue, "author_association")),
         text=f"{title}\n\n{body}".strip(),
         reply_to=ctx.reply_to(number, kind="issue"),
         repository=ctx.full_name,
@@ -193,7 +199,7 @@ def _review_comment(ctx: _Context) -> Delivery:
         delivery_id=ctx.delivery_id,
         event="pull_request_review_comment.created",
         conversation=ctx.conversation(number, pull_request=True, head_ref=head_ref),
-        sender=ctx.sender(obj(comment, "user"), optional_string(comment, "author_association")),
+        sender=ctx.sender("comment.user", optional_string(comment, "author_association")),
         text=optional_string(comment, "body") or "",
         reply_to=ctx.reply_to(number, kind="pull_request", review_comment_id=thread_root),
         repository=ctx.full_name,
@@ -225,7 +231,7 @@ def _review(ctx: _Context) -> Delivery:
         delivery_id=ctx.delivery_id,
         event="pull_request_review.submitted",
         conversation=ctx.conversation(number, pull_request=True, head_ref=head_ref),
-        sender=ctx.sender(obj(review, "user"), optional_string(review, "author_association")),
+        sender=ctx.sender("review.user", optional_string(review, "author_association")),
         text=body,
         reply_to=ctx.reply_to(number, kind="pull_request"),
         repository=ctx.full_name,
@@ -254,7 +260,7 @@ def _pull_request(ctx: _Context) -> Delivery:
         delivery_id=ctx.delivery_id,
         event=f"pull_request.{ctx.action}",
         conversation=ctx.conversation(number, pull_request=True, head_ref=head_ref),
-        sender=ctx.sender(obj(pull, "user"), optional_string(pull, "author_association")),
+        sender=ctx.sender("pull_request.user", optional_string(pull, "author_association")),
         action=ctx.action or "",
         title=optional_string(pull, "title") or "",
         draft=flag(pull, "draft"),
@@ -279,7 +285,7 @@ def _push(ctx: _Context) -> Delivery:
     head_sha = string(ctx.payload, "after")
     commits = ctx.payload.get("commits")
     count = len(commits) if isinstance(commits, list) else 0
-    sender = ctx.sender(obj(ctx.payload, "sender"))
+    sender = ctx.sender("sender")
     push = BranchPush(
         delivery_id=ctx.delivery_id,
         event="push",

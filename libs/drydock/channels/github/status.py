@@ -15,6 +15,7 @@ CHECK_NAME = "Drydock"
 _CONCLUSIONS = {
     RunStatus.FINISHED: ("success", "Finished"),
     RunStatus.STEP_LIMIT: ("neutral", "Stopped at the step limit"),
+    RunStatus.STOPPED: ("cancelled", "Stopped"),
     RunStatus.FAILED: ("failure", "Failed"),
 }
 

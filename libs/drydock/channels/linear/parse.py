@@ -13,7 +13,16 @@ from collections.abc import Mapping
 from drydock.bus.envelopes import Channel, ReplyAddress
 from drydock.channels.errors import MalformedDelivery
 from drydock.channels.intents import Delivery, LinearConversation, Message, Sender
-from drydock.channels.payload import Object, delivery_id, load_json, obj, optional_obj, optional_string, string
+from drydock.channels.payload import (
+    Object,
+    account_id,
+    delivery_id,
+    load_json,
+    obj,
+    optional_obj,
+    optional_string,
+    string,
+)
 
 DELIVERY_HEADER = "linear-delivery"
 EVENT_HEADER = "linear-event"
@@ -60,6 +69,7 @@ def _comment(payload: Object, delivery: str, organization: str, agent_user_id: s
     user_id = optional_string(data, "userId") or optional_string(user, "id")
     if not user_id:
         raise MalformedDelivery("comment has neither 'userId' nor a user")
+    user_id = account_id(user_id, "data.userId" if data.get("userId") else "data.user.id")
     if user_id == agent_user_id:
         return Delivery(Channel.LINEAR, delivery, "Comment", ignored="the agent's own comment")
     comment_id = string(data, "id")
@@ -114,6 +124,7 @@ def _agent_session(payload: Object, delivery: str, organization: str) -> Deliver
     text, author = _prompt_of(payload, action, session)
     if not author:
         raise MalformedDelivery("agent session event names no author")
+    author = account_id(author, "agentActivity.userId" if action == "prompted" else "agentSession.creatorId")
     creator = optional_obj(session, "creator") or {}
     name = optional_string(creator, "name") if author == optional_string(creator, "id") else None
     message = Message(

@@ -21,6 +21,8 @@ class LinearStatus:
             await self._client.create_agent_activity(session, "thought", detail or "Working…")
         elif status is RunStatus.STEP_LIMIT:
             await self._client.create_agent_activity(session, "error", detail or "Stopped at the step limit.")
+        elif status is RunStatus.STOPPED:
+            await self._client.create_agent_activity(session, "error", detail or "Stopped.")
         else:
             await self._client.create_agent_activity(session, "error", detail or "The run failed.")
         return {}

@@ -15,7 +15,16 @@ from dataclasses import dataclass
 from drydock.bus.envelopes import Channel, ReplyAddress
 from drydock.channels.errors import MalformedDelivery
 from drydock.channels.intents import Delivery, Message, Sender, SlackConversation
-from drydock.channels.payload import Object, form_payload, load_json, obj, optional_obj, optional_string, string
+from drydock.channels.payload import (
+    Object,
+    account_id,
+    form_payload,
+    load_json,
+    obj,
+    optional_obj,
+    optional_string,
+    string,
+)
 
 RETRY_HEADER = "x-slack-retry-num"
 _ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -110,6 +119,7 @@ def parse_event(headers: Mapping[str, str], body: bytes, *, bot_user_id: str | N
         return ignored("message from a bot or the agent itself")
     if subtype is not None and subtype not in ROUTED_SUBTYPES:
         return ignored(f"message subtype {subtype!r} is not routed")
+    user = account_id(user, "event.user")
     channel, ts = _id(event, "channel"), _ts(event, "ts")
     thread_ts = _optional_ts(event, "thread_ts")
     text = optional_string(event, "text") or ""

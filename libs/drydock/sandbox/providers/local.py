@@ -8,6 +8,12 @@ Lifetime: the daemon runs in a session of its own and outlives the worker that s
 pod would; another worker on the same host reconnects by id through the Redis record, and only
 :meth:`LocalProvider.delete` (or the reaper) stops it, killing every process of the sandbox.
 
+Records lost (a store restarted empty, a worker killed between creating and recording):
+:meth:`LocalProvider.list` also returns the sandboxes of its root that have no record, found by
+their directories ``<local_root>/sbx-*`` and by the processes whose environment carries
+``DRYDOCK_SANDBOX_ID`` and whose command line names such a directory, so the reaper deletes
+them; a root belongs to one installation.
+
 Environment: exactly ``local_environment`` from the settings plus ``HOME``, ``TMPDIR`` and
 ``DRYDOCK_SANDBOX_ID``. Nothing is copied from the host's environment, so no host secret leaks
 into a sandbox through it.
@@ -28,7 +34,9 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import ipaddress
+import re
 import secrets
 import shutil
 import socket
@@ -58,7 +66,7 @@ from drydock.sandbox.daemon.relay import Relay
 from drydock.sandbox.errors import SandboxCreationFailed, SandboxNotFound
 from drydock.sandbox.handle import Isolation, SandboxHandle
 from drydock.sandbox.providers import bubblewrap
-from drydock.sandbox.providers.local_processes import is_running, kill_sandbox, spawn_daemon
+from drydock.sandbox.providers.local_processes import is_running, kill_sandbox, sandbox_ids_running_in, spawn_daemon
 from drydock.sandbox.records import SandboxRecords
 
 log = structlog.get_logger(__name__)
@@ -68,6 +76,7 @@ DIRECTORY_LABEL = "directory"
 HOST_LABEL = "host"
 SANDBOX_ID_VARIABLE = "DRYDOCK_SANDBOX_ID"
 _RESERVED_LABELS = frozenset({PID_LABEL, DIRECTORY_LABEL, HOST_LABEL})
+_SANDBOX_ID = re.compile(r"^sbx-[0-9a-f]{32}$")
 
 
 def default_root() -> Path:
@@ -303,7 +312,9 @@ class LocalProvider:
 
     async def delete(self, sandbox_id: str) -> bool:
         handle = await self._records.get(sandbox_id)
-        if handle is None or handle.provider != self.name:
+        if handle is None:
+            return await self._delete_unrecorded(sandbox_id)
+        if handle.provider != self.name:
             return False
         directory = Path(handle.labels[DIRECTORY_LABEL])
         if handle.labels.get(HOST_LABEL) == self._host:
@@ -321,12 +332,63 @@ class LocalProvider:
         return True
 
     async def list(self) -> builtins.list[SandboxHandle]:
-        return [
+        """The recorded sandboxes of this host and root, preceded by the root's sandboxes that
+        have no record (see the module documentation), oldest first."""
+        records = await self._records.all(provider=self.name)
+        recorded = [
             handle
-            for handle in await self._records.all(provider=self.name)
+            for handle in records
             if handle.labels.get(HOST_LABEL) == self._host
             and Path(handle.labels.get(DIRECTORY_LABEL, "/")).parent == self.root
         ]
+        found = await asyncio.to_thread(self._found_in_root)
+        known = {handle.id for handle in records}
+        unrecorded = [
+            self._unrecorded(sandbox_id, since) for sandbox_id, since in found.items() if sandbox_id not in known
+        ]
+        unrecorded.sort(key=lambda handle: handle.created_at)
+        return unrecorded + recorded
+
+    def _found_in_root(self) -> dict[str, float]:
+        """Sandbox ids in the root, each with when its directory last changed (0: it is gone,
+        only processes remain)."""
+        found: dict[str, float] = {}
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            for entry in self.root.iterdir():
+                if _SANDBOX_ID.match(entry.name):
+                    with contextlib.suppress(FileNotFoundError):
+                        found[entry.name] = entry.lstat().st_mtime
+        for sandbox_id in sandbox_ids_running_in(self.root, SANDBOX_ID_VARIABLE):
+            if _SANDBOX_ID.match(sandbox_id):
+                found.setdefault(sandbox_id, 0.0)
+        return found
+
+    def _unrecorded(self, sandbox_id: str, since: float) -> SandboxHandle:
+        """A handle for a sandbox without a record: enough for the reaper, not for use."""
+        return SandboxHandle(
+            id=sandbox_id,
+            provider=self.name,
+            thread_id="",
+            base_url="",
+            token="",
+            workspace="",
+            created_at=datetime.fromtimestamp(since, UTC),
+            isolation=self.isolation,
+            labels={PID_LABEL: "-1", DIRECTORY_LABEL: str(self.root / sandbox_id), HOST_LABEL: self._host},
+        )
+
+    async def _delete_unrecorded(self, sandbox_id: str) -> bool:
+        if not _SANDBOX_ID.match(sandbox_id) or sandbox_id not in await asyncio.to_thread(self._found_in_root):
+            return False
+        directory = self.root / sandbox_id
+        # No pid without the record: every process carrying the sandbox's id is killed.
+        await asyncio.to_thread(kill_sandbox, -1, str(directory), f"{SANDBOX_ID_VARIABLE}={sandbox_id}")
+        process = self._children.pop(sandbox_id, None)
+        if process is not None:
+            await asyncio.to_thread(process.wait)
+        await asyncio.to_thread(shutil.rmtree, directory, True)
+        log.info("sandbox without a record deleted", sandbox_id=sandbox_id)
+        return True
 
     async def aclose(self) -> None:
         self._children.clear()

@@ -68,6 +68,25 @@ def _environment_has(pid: int, entry: bytes) -> bool:
         return False
 
 
+def sandbox_ids_running_in(root: Path, variable: str) -> set[str]:
+    """The sandbox ids (the value of ``variable``) in the environment of processes whose command
+    line names a directory ``root/<id>``: daemons of ``root`` found without their records."""
+    prefix = variable.encode() + b"="
+    found: set[str] = set()
+    for pid in _all_pids():
+        try:
+            environment = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+        entry = next((entry for entry in environment if entry.startswith(prefix)), None)
+        if entry is None:
+            continue
+        sandbox_id = entry[len(prefix) :].decode(errors="replace")
+        if f"{root}/{sandbox_id}" in _cmdline(pid):
+            found.add(sandbox_id)
+    return found
+
+
 def _sandbox_processes(leader: int, environment_entry: bytes) -> set[int]:
     """The leader, every process in its session or carrying ``environment_entry`` in its
     environment (which catches commands re-parented after their parent died, and bubblewrap's

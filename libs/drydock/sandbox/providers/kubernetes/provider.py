@@ -19,6 +19,7 @@ from drydock.sandbox.errors import SandboxCreationFailed, SandboxError, SandboxN
 from drydock.sandbox.handle import Isolation, SandboxHandle
 from drydock.sandbox.providers.kubernetes import daemon_health, manifests, naming
 from drydock.sandbox.providers.kubernetes.connection import api_client, api_error
+from drydock.sandbox.providers.kubernetes.orphans import orphan_pods
 from drydock.sandbox.providers.kubernetes.pod_status import Phase, pod_state
 from drydock.sandbox.providers.kubernetes.pod_watch import wait_gone, wait_running
 from drydock.sandbox.providers.kubernetes.warm_pool import WarmPool
@@ -261,11 +262,13 @@ class KubernetesProvider:
             for handle in await self._records.all(provider=self.name)
             if handle.labels.get(NAMESPACE_LABEL) == self._k8s.namespace
         ]
-        known = {handle.id for handle in recorded} | pooled
         unrecorded = [
-            self._handle_from_pod(self._api.sanitize_for_serialization(pod))
-            for pod in pods.items
-            if pod.metadata.name not in known
+            self._handle_from_pod(pod)
+            for pod in orphan_pods(
+                (self._api.sanitize_for_serialization(pod) for pod in pods.items),
+                recorded={handle.id for handle in recorded},
+                pooled=pooled,
+            )
         ]
         unrecorded.sort(key=lambda handle: handle.created_at)
         return unrecorded + recorded
