@@ -35,7 +35,7 @@ from langchain_openai import ChatOpenAI
 from langchain_openai.chat_models.base import _TOOL_EXTRAS_PASSTHROUGH
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from drydock.config import ModelSettings
+from drydock.config import ConfigError, ModelSettings, Settings
 
 
 class DrydockChatOpenAI(ChatOpenAI):
@@ -245,6 +245,21 @@ def _parse_effort(value: str, where: str) -> ReasoningEffort:
     except ValueError:
         allowed = ", ".join(e.value for e in ReasoningEffort)
         raise ModelError(f"{where}: {value!r} is not a reasoning effort ({allowed})") from None
+
+
+def check_settings(settings: Settings) -> None:
+    """Raise :class:`~drydock.config.ConfigError` when the installation's models are not in the
+    catalog; an unknown default names ``DRYDOCK_MODELS_EXTRA_MODELS`` as the way to add it."""
+    try:
+        Models(settings.models)
+    except ModelError as error:
+        hint = ""
+        if settings.models.default not in ModelCatalog.with_extra(settings.models.extra_models).ids:
+            hint = (
+                f"; for a model your endpoint serves, add it: "
+                f"DRYDOCK_MODELS_EXTRA_MODELS='{{\"{settings.models.default}\": []}}'"
+            )
+        raise ConfigError(f"{error}{hint}") from None
 
 
 class Models:
