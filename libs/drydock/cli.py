@@ -1,25 +1,31 @@
-"""The ``drydock`` command: ``dev``, ``serve SERVICE``, ``version``, ``asyncapi``."""
+"""The ``drydock`` command: ``dev``, ``serve SERVICE``, ``config check``, ``version``, ``asyncapi``."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+import structlog
+
 import drydock
 from drydock import services
 from drydock.bus import BusUnavailable
 from drydock.bus.asyncapi import asyncapi_document
-from drydock.config import ConfigError, Settings, load_settings
+from drydock.config import ConfigError, Settings, load_settings, unknown_variables
+from drydock.configuration_report import configuration_report
 from drydock.http import ListenError, run_with_health
 from drydock.infra.embedded import EmbeddedServerError
 from drydock.infra.redis import StoreUnavailable
 from drydock.runtime import Runtime, open_runtime
 from drydock.telemetry import configure_logging
+
+log = structlog.get_logger(__name__)
 
 EXIT_CONFIG = 2
 EXIT_UNAVAILABLE = 1
@@ -29,11 +35,37 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="drydock", description="Self-hosted coding agents.")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("dev", help="run every service in one process, with embedded NATS and Valkey if unset")
-    serve = commands.add_parser("serve", help="run one service")
-    serve.add_argument("service", help="the service's name, e.g. web, ingress, coder-worker")
+    serve = commands.add_parser(
+        "serve",
+        help="run one service",
+        add_help=False,
+        description="Run one service until SIGINT or SIGTERM.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument("-h", "--help", action=_ServeHelp, help="show this help and the services, then exit")
+    serve.add_argument("service", metavar="SERVICE", help="one of the services listed by --help")
+    config = commands.add_parser("config", help="inspect the configuration")
+    config_commands = config.add_subparsers(dest="config_command", required=True)
+    config_commands.add_parser(
+        "check", help="print the effective configuration (secrets masked) and what is not configured"
+    )
     commands.add_parser("version", help="print the version")
     commands.add_parser("asyncapi", help="print the AsyncAPI description of the bus")
     return parser
+
+
+class _ServeHelp(argparse.Action):
+    """``serve --help``: the usual help plus every service with its description, loaded only here
+    (importing every service costs seconds that no other command should pay)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        listed = "\n".join(f"  {name:<20} {service.description}" for name, service in services.available().items())
+        parser.epilog = f"services:\n{listed}"
+        parser.print_help()
+        parser.exit()
 
 
 async def serve(settings: Settings, name: str) -> None:
@@ -82,6 +114,18 @@ def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
+def _check(settings: Settings, args: argparse.Namespace) -> None:
+    """Run the settings checks of every service about to start, before anything starts."""
+    chosen = (
+        [service for service in services.available().values() if service.in_dev]
+        if args.command == "dev"
+        else [services.get(args.service)]
+    )
+    for service in chosen:
+        if service.check is not None:
+            service.check(settings)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     if args.command == "version":
@@ -92,10 +136,16 @@ def main(argv: list[str] | None = None) -> None:
         return
     try:
         settings = load_settings()
-    except ConfigError as error:
+        if args.command == "config":
+            print(configuration_report(settings))
+            return
+        _check(settings, args)
+    except (ConfigError, services.UnknownService) as error:
         print(f"drydock: {error}", file=sys.stderr)
         raise SystemExit(EXIT_CONFIG) from None
     configure_logging(settings.log, settings.log_format)
+    for name, closest in unknown_variables(os.environ):
+        log.warning("unknown setting ignored" + (f"; did you mean {closest}?" if closest else ""), variable=name)
     try:
         if args.command == "dev":
             from drydock.dev import run_dev
@@ -103,9 +153,22 @@ def main(argv: list[str] | None = None) -> None:
             run_until_signalled(run_dev(settings))
         else:
             run_until_signalled(serve(settings, args.service))
-    except services.UnknownService as error:
-        print(f"drydock: {error}", file=sys.stderr)
-        raise SystemExit(EXIT_CONFIG) from None
-    except (BusUnavailable, StoreUnavailable, EmbeddedServerError, ListenError) as error:
-        print(f"drydock: {error}", file=sys.stderr)
-        raise SystemExit(EXIT_UNAVAILABLE) from None
+    except (ListenError, BusUnavailable, StoreUnavailable, EmbeddedServerError, BaseExceptionGroup) as error:
+        # Services run in a task group, so a start-up error arrives wrapped in an exception group.
+        found = _start_up_error(error)
+        if found is None:
+            raise
+        print(f"drydock: {found}", file=sys.stderr)
+        raise SystemExit(EXIT_CONFIG if isinstance(found, ListenError) else EXIT_UNAVAILABLE) from None
+
+
+def _start_up_error(error: BaseException) -> BaseException | None:
+    """The start-up error with a message of its own in ``error``, looking inside exception groups."""
+    if isinstance(error, ListenError | BusUnavailable | StoreUnavailable | EmbeddedServerError):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _start_up_error(inner)
+            if found is not None:
+                return found
+    return None

@@ -7,14 +7,17 @@ Variables use the prefix ``DRYDOCK_`` and one underscore between section and fie
 
 from __future__ import annotations
 
+import difflib
 import json
+import os
 import re
+from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal, get_origin
 
 from pydantic import BaseModel, BeforeValidator, Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 ENV_PREFIX = "DRYDOCK_"
 
@@ -448,10 +451,10 @@ class DashboardSettings(BaseModel):
         description="The dashboard's URL as browsers reach it; sign-in callbacks and the accepted Origin derive "
         "from it.",
     )
-    dev_login: bool = Field(
-        default=False,
-        description="A sign-in form that takes any login without a password, for development; refused "
-        "(and logged) when DRYDOCK_ENVIRONMENT is production. The Helm chart never sets it.",
+    dev_login: bool | None = Field(
+        default=None,
+        description="A sign-in form that takes any login without a password. Unset: on in development, "
+        "off in production; set true in production, it stops start-up. The Helm chart never sets it.",
     )
     github_client_id: str | None = Field(
         default=None, description="The GitHub App's (or an OAuth App's) client id; unset: no GitHub sign-in."
@@ -795,6 +798,17 @@ class Settings(BaseSettings):
             )
         return self
 
+    @model_validator(mode="after")
+    def _development_login_only_in_development(self) -> Settings:
+        if self.dashboard.dev_login is None:
+            self.dashboard.dev_login = self.environment is Environment.DEVELOPMENT
+        elif self.dashboard.dev_login and self.environment is Environment.PRODUCTION:
+            raise ValueError(
+                "DRYDOCK_DASHBOARD_DEV_LOGIN: the development sign-in takes any login without a password "
+                "and is refused when DRYDOCK_ENVIRONMENT is production; unset it"
+            )
+        return self
+
     @property
     def log_format(self) -> LogFormat:
         if self.log.format is not None:
@@ -819,3 +833,68 @@ def load_settings(**overrides: Any) -> Settings:
             for detail in error.errors()
         ]
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems)) from None
+    except SettingsError as error:
+        raise ConfigError(_unparsable(error, os.environ)) from None
+
+
+def _fields(model: type[BaseModel], prefix: str, flattened: bool) -> Iterator[tuple[str, Any]]:
+    for name, field in model.model_fields.items():
+        nested = field.annotation
+        if flattened and name in FLATTENED_SECTIONS and isinstance(nested, type) and issubclass(nested, BaseModel):
+            yield from _fields(nested, f"{prefix}{name.upper()}_", flattened=False)
+        else:
+            yield f"{prefix}{name.upper()}", nested
+
+
+def variables() -> dict[str, Any]:
+    """Every ``DRYDOCK_`` variable the settings read, with the type of its field."""
+    found: dict[str, Any] = {}
+    for section, field in Settings.model_fields.items():
+        model = field.annotation
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            found.update(_fields(model, f"{ENV_PREFIX}{section.upper()}_", flattened=True))
+        else:
+            found[f"{ENV_PREFIX}{section.upper()}"] = model
+    return found
+
+
+NOT_SETTINGS = frozenset({"DRYDOCK_SANDBOX_ID"})
+"""``DRYDOCK_`` variables that are not settings: set inside sandboxes, or by the test suites (``DRYDOCK_TEST_*``)."""
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[tuple[str, str | None]]:
+    """The ``DRYDOCK_`` variables in ``environ`` that no setting reads, each with the closest known name."""
+    known = variables()
+    unknown = [
+        name
+        for name in sorted(environ)
+        if name.upper().startswith(ENV_PREFIX)
+        and name.upper() not in known
+        and name.upper() not in NOT_SETTINGS
+        and not name.upper().startswith(f"{ENV_PREFIX}TEST_")
+    ]
+    return [
+        (name, next(iter(difflib.get_close_matches(name.upper(), known, n=1, cutoff=0.6)), None)) for name in unknown
+    ]
+
+
+def _unparsable(error: SettingsError, environ: Mapping[str, str]) -> str:
+    """One line naming the variables whose value is not the JSON their field needs."""
+    bad = []
+    for name, annotation in variables().items():
+        value = environ.get(name)
+        if value is None or get_origin(annotation) not in (list, dict):
+            continue
+        try:
+            json.loads(value)
+        except ValueError:
+            is_list = get_origin(annotation) is list
+            example = _EXAMPLES.get(name, "[]" if is_list else "{}")
+            bad.append(f"{name}: not valid JSON (expected a JSON {'list' if is_list else 'object'}, e.g. {example})")
+    return "; ".join(bad) if bad else f"invalid configuration: {error}"
+
+
+_EXAMPLES = {
+    "DRYDOCK_CRYPTO_KEYS": '["<a Fernet key>"]',
+    "DRYDOCK_MODELS_EXTRA_MODELS": '{"qwen3-coder": []}',
+}

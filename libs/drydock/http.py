@@ -123,7 +123,10 @@ def _listen(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as error:
         sock.close()
-        raise ListenError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+        raise ListenError(
+            f"cannot listen on {host}:{port}: {error.strerror or error} "
+            "(set DRYDOCK_HTTP_PORT, or DRYDOCK_HTTP_HOST, to another address)"
+        ) from None
     return sock
 
 

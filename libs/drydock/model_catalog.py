@@ -11,6 +11,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from drydock.config import ConfigError, Settings
+
 
 class ModelError(ValueError):
     """An unknown model id, an effort the model does not take, or no model endpoint configured."""
@@ -164,3 +166,29 @@ def _parse_effort(value: str, where: str) -> ReasoningEffort:
     except ValueError:
         allowed = ", ".join(e.value for e in ReasoningEffort)
         raise ModelError(f"{where}: {value!r} is not a reasoning effort ({allowed})") from None
+
+
+def check_settings(settings: Settings) -> None:
+    """Raise :class:`~drydock.config.ConfigError` when the installation's default or fallback
+    model is not in the catalog or takes no such effort; an unknown id names
+    ``DRYDOCK_MODELS_EXTRA_MODELS`` as the way to add it. Run before a worker starts."""
+    models = settings.models
+    try:
+        catalog = ModelCatalog.with_extra(models.extra_models)
+    except ModelError as error:
+        raise ConfigError(str(error)) from None
+    for model_id, effort, where in (
+        (models.default, models.default_effort, "DRYDOCK_MODELS_DEFAULT"),
+        (models.fallback, models.fallback_effort, "DRYDOCK_MODELS_FALLBACK"),
+    ):
+        if model_id is None:
+            continue
+        try:
+            catalog.check(catalog.spec(model_id), _effort(effort, f"{where}_EFFORT"))
+        except ModelError as error:
+            hint = ""
+            if model_id not in catalog.ids:
+                hint = (
+                    f"; for a model your endpoint serves, add it: DRYDOCK_MODELS_EXTRA_MODELS='{{\"{model_id}\": []}}'"
+                )
+            raise ConfigError(f"{where}: {error}{hint}") from None

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
+from drydock.config import Settings
 from drydock.runtime import Runtime
 
 ENTRY_POINT_GROUP = "drydock.services"
@@ -29,24 +30,33 @@ class Service:
     """False for services without an HTTP app of their own (workers, the autofix controller):
     ``drydock serve`` then answers ``/healthz``, ``/readyz`` and ``/metrics`` for them on
     ``DRYDOCK_HTTP_HOST``:``DRYDOCK_HTTP_PORT`` (unless ``DRYDOCK_HTTP_HEALTH_LISTENER`` is off)."""
+    check: Callable[[Settings], None] | None = None
+    """Checks the settings only this service needs before anything starts; raises
+    :class:`~drydock.config.ConfigError` with one line naming the variable and the fix."""
 
 
 class UnknownService(LookupError):
     pass
 
 
+def names() -> list[str]:
+    """The registered services' names, without importing them."""
+    return sorted(entry.name for entry in entry_points(group=ENTRY_POINT_GROUP))
+
+
+def _load(entry: EntryPoint) -> Service:
+    service = entry.load()
+    if not isinstance(service, Service) or service.name != entry.name:
+        raise TypeError(f"entry point {entry.name!r} of {ENTRY_POINT_GROUP} is not a Service named so")
+    return service
+
+
 def available() -> dict[str, Service]:
-    found: dict[str, Service] = {}
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        service = entry.load()
-        if not isinstance(service, Service) or service.name != entry.name:
-            raise TypeError(f"entry point {entry.name!r} of {ENTRY_POINT_GROUP} is not a Service named so")
-        found[entry.name] = service
-    return dict(sorted(found.items()))
+    return {entry.name: _load(entry) for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)}
 
 
 def get(name: str) -> Service:
-    services = available()
-    if name not in services:
-        raise UnknownService(f"unknown service {name!r}; available: {', '.join(services) or 'none'}")
-    return services[name]
+    """The service ``name``; only its own module is imported."""
+    for entry in entry_points(group=ENTRY_POINT_GROUP, name=name):
+        return _load(entry)
+    raise UnknownService(f"unknown service {name!r}; available: {', '.join(names()) or 'none'}")

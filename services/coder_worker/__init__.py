@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from drydock import model_catalog
 from drydock.roles import Role
 from drydock.runtime import Runtime
 from drydock.services import Service
@@ -25,4 +26,5 @@ service = Service(
     run=run,
     listens=listens,
     has_http=False,
+    check=model_catalog.check_settings,
 )

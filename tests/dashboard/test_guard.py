@@ -124,8 +124,8 @@ class TestDevelopmentLogin:
         assert "Development login" not in (await client.get("/login")).text
         assert (await client.post("/auth/dev", data={"login": "ada", "csrf_token": "x"})).status_code == 404
 
-    async def test_production_refuses_it(self, site_factory: SiteFactory) -> None:
-        site = await site_factory(environment="production")
+    async def test_production_leaves_it_off(self, site_factory: SiteFactory) -> None:
+        site = await site_factory(environment="production", dashboard={"dev_login": None})
         client = site.client()
         assert "Development login" not in (await client.get("/login")).text
         assert (await client.post("/auth/dev", data={"login": "ada", "csrf_token": "x"})).status_code == 404

@@ -28,7 +28,15 @@ class TestDashboardSettings:
         with pytest.raises(ConfigError, match=message):
             load_settings()
 
-    def test_the_development_login_is_off_by_default(self, env: pytest.MonkeyPatch) -> None:
+    def test_the_development_login_is_on_by_default_in_development_only(self, env: pytest.MonkeyPatch) -> None:
         dashboard = load_settings().dashboard
-        assert dashboard.dev_login is False
+        assert dashboard.dev_login is True
         assert dashboard.cookie_secure is True
+        env.setenv("DRYDOCK_ENVIRONMENT", "production")
+        assert load_settings().dashboard.dev_login is False
+
+    def test_the_development_login_stops_a_production_start(self, env: pytest.MonkeyPatch) -> None:
+        env.setenv("DRYDOCK_ENVIRONMENT", "production")
+        env.setenv("DRYDOCK_DASHBOARD_DEV_LOGIN", "true")
+        with pytest.raises(ConfigError, match="DRYDOCK_DASHBOARD_DEV_LOGIN: the development sign-in"):
+            load_settings()

@@ -25,7 +25,8 @@ class SecretCipher:
         if not keys:
             raise CipherError(
                 "no encryption keys: set DRYDOCK_CRYPTO_KEYS to a JSON list of Fernet keys, newest first "
-                "(generate one with `python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key())'`)"
+                "(generate one with "
+                "`python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'`)"
             )
         fernets = []
         for position, key in enumerate(keys):
