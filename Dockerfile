@@ -6,6 +6,8 @@
 #
 # DEV=1 (the Tiltfile sets it) leaves /app writable by the service user for live updates.
 
+# PYTHON: any Debian bookworm image with python and pip (`pdm run images --base debootstrap`
+# makes one without a registry).
 ARG PYTHON=python:3.12-slim-bookworm
 
 FROM ${PYTHON} AS dependencies

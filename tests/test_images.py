@@ -52,8 +52,16 @@ class TestSandboxImage:
     def test_the_user_is_the_one_the_provider_runs_pods_as(self) -> None:
         defaults = KubernetesSandboxSettings()
         assert last("Dockerfile.sandbox", "USER") == f"{defaults.run_as_user}:{defaults.run_as_group}"
-        assert last("Dockerfile.sandbox", "FROM").startswith("python:3.12-slim")
-        assert "SITE=/usr/local/lib/python3.12/site-packages" in dict(instructions("Dockerfile.sandbox"))["ARG"]
+
+    def test_the_base_is_a_build_argument_defaulting_to_python_312_slim(self) -> None:
+        assert last("Dockerfile.sandbox", "FROM") == "${BASE}"
+        arguments = [arguments for name, arguments in instructions("Dockerfile.sandbox") if name == "ARG"]
+        assert any(re.fullmatch(r"BASE=python:3\.12-slim(-\w+)?", argument) for argument in arguments)
+
+    def test_the_daemon_is_found_by_an_isolated_python_whatever_the_base(self) -> None:
+        runs = " ".join(arguments for name, arguments in instructions("Dockerfile.sandbox") if name == "RUN")
+        assert "sysconfig.get_paths()['purelib'] + '/drydock.pth'" in runs
+        assert 'python3 -I -c "import drydock.sandbox.daemon.server"' in runs
 
     def test_the_tools_agents_need_are_installed(self) -> None:
         runs = [arguments for name, arguments in instructions("Dockerfile.sandbox") if name == "RUN"]
@@ -61,11 +69,11 @@ class TestSandboxImage:
         assert {"git", "coreutils", "grep", "build-essential", "ca-certificates", "tar"} <= packages
 
     def test_the_daemon_is_copied_with_every_module_it_imports(self) -> None:
-        copies = [arguments.split()[0] for name, arguments in instructions("Dockerfile.sandbox") if name == "COPY"]
+        copies = [arguments.split() for name, arguments in instructions("Dockerfile.sandbox") if name == "COPY"]
         assert copies == [
-            "libs/drydock/__init__.py",
-            "libs/drydock/sandbox/__init__.py",
-            "libs/drydock/sandbox/daemon/",
+            ["libs/drydock/__init__.py", "/opt/drydock/drydock/__init__.py"],
+            ["libs/drydock/sandbox/__init__.py", "/opt/drydock/drydock/sandbox/__init__.py"],
+            ["libs/drydock/sandbox/daemon/", "/opt/drydock/drydock/sandbox/daemon/"],
         ]
         for package_init in ("libs/drydock/__init__.py", "libs/drydock/sandbox/__init__.py"):
             tree = ast.parse((ROOT / package_init).read_text())
@@ -74,3 +82,22 @@ class TestSandboxImage:
             for node in ast.walk(ast.parse(module.read_text())):
                 if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("drydock"):
                     assert node.module.startswith("drydock.sandbox.daemon"), f"{module.name} imports {node.module}"
+
+
+class TestImagesCommand:
+    """``pdm run images`` (tools/images.py): what it hands a cluster's runtime."""
+
+    def test_short_names_get_the_name_the_kubelet_looks_up(self) -> None:
+        from tools.images import kubelet_name
+
+        assert kubelet_name("drydock:dev") == "docker.io/library/drydock:dev"
+        assert kubelet_name("acme/drydock:1") == "docker.io/acme/drydock:1"
+        assert kubelet_name("registry.example.com/drydock:1") == "registry.example.com/drydock:1"
+        assert kubelet_name("localhost/drydock:dev") == "localhost/drydock:dev"
+
+    def test_the_mirror_comes_from_the_apt_sources(self, tmp_path: Path) -> None:
+        from tools.images import apt_mirror
+
+        deb822 = tmp_path / "debian.sources"
+        deb822.write_text("Types: deb\nURIs: http://mirror.invalid/debian\nSuites: bookworm\n")
+        assert apt_mirror(deb822) == "http://mirror.invalid/debian"

@@ -156,3 +156,14 @@ app.kubernetes.io/component: {{ .name }}
 {{- end }}
 {{- end }}
 {{- end -}}
+
+{{/* The /readyz URL of every enabled web service, space-separated, for the helm test. */}}
+{{- define "drydock.testReadyUrls" -}}
+{{- $urls := list -}}
+{{- range $name, $svc := .Values.services -}}
+{{- if and $svc.enabled (eq $svc.kind "web") -}}
+{{- $urls = append $urls (printf "http://%s-%s.%s.svc.cluster.local:%v/readyz" (include "drydock.fullname" $) $name $.Release.Namespace $svc.port) -}}
+{{- end -}}
+{{- end -}}
+{{- join " " $urls -}}
+{{- end -}}
