@@ -7,17 +7,19 @@ import os
 import re
 import signal
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
 
+from drydock.dev import dev_data_dir, prepare_dev_data_dir
 from drydock.infra.embedded import free_port
 from tests.infra.test_embedded import alive, server_pids, wait_gone
 
 
 class TestDev:
     @pytest.mark.timeout(240)
-    async def test_starts_everything_and_stops_cleanly_on_sigint(self) -> None:
+    async def test_starts_everything_and_stops_cleanly_on_sigint(self, tmp_path: Path) -> None:
         port = free_port()
         environment = {k: v for k, v in os.environ.items() if not k.startswith("DRYDOCK_")}
         environment["DRYDOCK_HTTP_PORT"] = str(port)
@@ -27,6 +29,7 @@ class TestDev:
             "drydock",
             "dev",
             env=environment,
+            cwd=tmp_path,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
         )
@@ -47,7 +50,9 @@ class TestDev:
             redis_port = re.search(r"Redis redis://127\.0\.0\.1:(\d+) \(embedded\)", text)
             assert nats_port
             assert redis_port
-            assert f"web: http://127.0.0.1:{port}" in text
+            assert f"web: http://127.0.0.1:{port} (NATS user web)" in text
+            assert "coder-worker: " in text and "(NATS user coder-worker)" in text
+            assert (dev_data_dir(tmp_path) / "jetstream").is_dir()
             pids = [
                 pid for cmd, pid in server_pids().items() if f"-p {nats_port[1]}" in cmd or f":{redis_port[1]}" in cmd
             ]
@@ -71,3 +76,17 @@ class TestDev:
             if process.returncode is None:
                 process.kill()
                 await process.wait()
+
+
+class TestDevDataDir:
+    def test_is_kept_unless_fresh(self, tmp_path: Path) -> None:
+        directory = prepare_dev_data_dir(fresh=False, root=tmp_path)
+        (directory / "appendonlydir").mkdir()
+        assert prepare_dev_data_dir(fresh=False, root=tmp_path) == directory
+        assert (directory / "appendonlydir").is_dir()
+        assert prepare_dev_data_dir(fresh=True, root=tmp_path) == directory
+        assert list(directory.iterdir()) == []
+
+    def test_is_git_ignored(self) -> None:
+        ignored = (Path(__file__).parent.parent / ".gitignore").read_text().splitlines()
+        assert ".drydock/" in ignored

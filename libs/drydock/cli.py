@@ -1,4 +1,4 @@
-"""The ``drydock`` command: ``dev``, ``serve SERVICE``, ``version``, ``asyncapi``."""
+"""The ``drydock`` command: ``dev``, ``serve SERVICE``, ``provision``, ``version``, ``asyncapi``, ``nats-permissions``."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from typing import Any
 
 import drydock
 from drydock import services
-from drydock.bus import BusUnavailable
+from drydock.bus import BusUnavailable, connect_nats, provision, topology
 from drydock.bus.asyncapi import asyncapi_document
+from drydock.bus.permissions import nats_authorization, password_variables
 from drydock.config import ConfigError, Settings, load_settings
 from drydock.http import ListenError, run_with_health
 from drydock.infra.embedded import EmbeddedServerError
@@ -28,12 +29,27 @@ EXIT_UNAVAILABLE = 1
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="drydock", description="Self-hosted coding agents.")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("dev", help="run every service in one process, with embedded NATS and Valkey if unset")
+    dev = commands.add_parser("dev", help="run every service in one process, with embedded NATS and Valkey if unset")
+    dev.add_argument("--fresh", action="store_true", help="start the embedded servers empty (remove .drydock/dev)")
+    commands.add_parser("provision", help="create or update the NATS streams and consumers, then exit")
+    commands.add_parser(
+        "nats-permissions", help="print the nats-server authorization block: one user per service, passwords from $ENV"
+    )
     serve = commands.add_parser("serve", help="run one service")
     serve.add_argument("service", help="the service's name, e.g. web, ingress, coder-worker")
     commands.add_parser("version", help="print the version")
     commands.add_parser("asyncapi", help="print the AsyncAPI description of the bus")
     return parser
+
+
+async def provision_only(settings: Settings) -> None:
+    """Create or update every stream and consumer (as ``DRYDOCK_NATS_USER``, who may), then return."""
+    nc = await connect_nats(settings.nats, name="drydock-provision")
+    try:
+        await provision(nc.jetstream(), topology(settings.nats, settings.snapshots))
+    finally:
+        await nc.close()
+    print("drydock provision: streams and consumers are up to date", flush=True)
 
 
 async def serve(settings: Settings, name: str) -> None:
@@ -90,6 +106,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "asyncapi":
         print(json.dumps(asyncapi_document(), indent=2))
         return
+    if args.command == "nats-permissions":
+        print(nats_authorization(password_variables()), end="")
+        return
     try:
         settings = load_settings()
     except ConfigError as error:
@@ -100,7 +119,9 @@ def main(argv: list[str] | None = None) -> None:
         if args.command == "dev":
             from drydock.dev import run_dev
 
-            run_until_signalled(run_dev(settings))
+            run_until_signalled(run_dev(settings, fresh=args.fresh))
+        elif args.command == "provision":
+            run_until_signalled(provision_only(settings))
         else:
             run_until_signalled(serve(settings, args.service))
     except services.UnknownService as error:

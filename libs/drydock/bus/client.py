@@ -17,13 +17,19 @@ from pydantic import BaseModel
 from drydock.bus import subjects
 from drydock.bus.envelopes import GithubEvent, RunEvent, Wake
 from drydock.config import NatsSettings
-from drydock.errors import describe
+from drydock.errors import describe, without_password
 from drydock.telemetry.tracing import inject_headers
 
 log = structlog.get_logger(__name__)
 
 MSG_ID_HEADER = "Nats-Msg-Id"
 _FIRST_CONNECT_ATTEMPTS = 3
+
+
+def inbox_prefix(user: str) -> str:
+    """Where replies to ``user``'s requests arrive: its permissions let it subscribe there and
+    nowhere else, so no user reads another's replies."""
+    return f"_INBOX_{user}"
 
 
 class BusUnavailable(RuntimeError):
@@ -46,6 +52,11 @@ async def connect_nats(settings: NatsSettings, *, name: str, url: str | None = N
     async def on_reconnected() -> None:
         log.info("nats reconnected")
 
+    credentials: dict[str, str] = {}
+    if settings.user is not None:
+        credentials = {"user": settings.user, "inbox_prefix": inbox_prefix(settings.user)}
+        if settings.password is not None:
+            credentials["password"] = settings.password.get_secret_value()
     try:
         nc = await nats.connect(
             servers=[server.strip() for server in target.split(",")],
@@ -57,9 +68,13 @@ async def connect_nats(settings: NatsSettings, *, name: str, url: str | None = N
             error_cb=on_error,
             disconnected_cb=on_disconnected,
             reconnected_cb=on_reconnected,
+            **credentials,
         )
     except (NoServersError, OSError, TimeoutError) as error:
-        raise BusUnavailable(f"cannot reach NATS at {target}: {describe(error)}") from None
+        raise BusUnavailable(f"cannot reach NATS at {without_password(target)}: {describe(error)}") from None
+    except NatsError as error:
+        # An authorization violation: the server refused the credentials.
+        raise BusUnavailable(f"NATS at {without_password(target)} refused the connection: {describe(error)}") from None
     # nats-py applies one attempt limit to the first connect and to reconnects; -1 from the
     # start would retry an unreachable first server forever instead of failing start-up.
     nc.options["max_reconnect_attempts"] = -1

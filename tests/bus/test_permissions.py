@@ -1,0 +1,160 @@
+"""Each service's NATS user against the real embedded nats-server: what it may and may not do."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+from nats.aio.client import Client as NatsClient
+from nats.errors import Error as NatsError
+from pydantic import SecretStr
+
+from drydock.bus import Author, Bus, BusUnavailable, Channel, EventType, InboxMessage, ReplyAddress, RunEvent, subjects
+from drydock.bus.client import connect_nats
+from drydock.bus.permissions import PROVISIONER, nats_authorization, password_variables, service_permissions
+from drydock.bus.streams import INBOX_STREAM, RUNS_STREAM, run_consumer
+from drydock.config import NatsSettings
+from drydock.infra.embedded import EmbeddedUrls
+from drydock.roles import Role
+from services.dashboard.threads.events import ThreadEvents
+
+
+
+@asynccontextmanager
+async def connected(infra: EmbeddedUrls, user: str, password: str | None = None) -> AsyncIterator[NatsClient]:
+    settings = NatsSettings(
+        url=infra.nats_address,
+        user=user,
+        password=SecretStr(password if password is not None else infra.nats_passwords[user]),
+    )
+    nc = await connect_nats(settings, name=f"permissions-test-{user}")
+    try:
+        yield nc
+    finally:
+        await nc.close()
+
+
+async def violation(nc: NatsClient, subject: str, *, within: float = 10.0) -> str:
+    """The server's permissions violation naming ``subject``, awaited until the deadline
+    (nats-py reports it in lower case)."""
+    deadline = asyncio.get_running_loop().time() + within
+    while asyncio.get_running_loop().time() < deadline:
+        error = str(nc.last_error or "").lower()
+        if "permissions violation" in error and f'"{subject.lower()}"' in error:
+            return error
+        await asyncio.sleep(0.05)
+    pytest.fail(f"no permissions violation for {subject} within {within} s; last error: {nc.last_error}")
+
+
+def message(thread_id: str) -> InboxMessage:
+    return InboxMessage(
+        thread_id=thread_id,
+        delivery_id=uuid.uuid4().hex,
+        channel=Channel.DASHBOARD,
+        author=Author(channel=Channel.DASHBOARD, external_id="u1", name="someone"),
+        text="hello",
+        reply_to=ReplyAddress(channel=Channel.DASHBOARD),
+    )
+
+
+class TestConnecting:
+    async def test_an_anonymous_connection_is_refused(self, infra: EmbeddedUrls) -> None:
+        with pytest.raises(BusUnavailable, match="refused|cannot reach"):
+            await connect_nats(NatsSettings(url=infra.nats_address), name="anonymous")
+
+    async def test_a_wrong_password_is_refused(self, infra: EmbeddedUrls) -> None:
+        with pytest.raises(BusUnavailable):
+            async with connected(infra, "ingress", password="not-the-password"):
+                pass
+
+    async def test_the_refusal_does_not_show_the_password(self, infra: EmbeddedUrls) -> None:
+        assert infra.nats is not None
+        wrong = infra.nats.replace(infra.nats_passwords[PROVISIONER], "wrong-secret")
+        with pytest.raises(BusUnavailable) as raised:
+            await connect_nats(NatsSettings(url=wrong), name="wrong")
+        assert "wrong-secret" not in str(raised.value)
+
+
+class TestIngress:
+    async def test_publishes_to_the_inbox(self, infra: EmbeddedUrls, bus: Bus, thread_id: str) -> None:
+        async with connected(infra, "ingress") as nc:
+            ack = await Bus(nc).publish(subjects.inbox(thread_id), message(thread_id))
+        assert ack.stream == INBOX_STREAM
+
+    async def test_cannot_consume_runs(self, infra: EmbeddedUrls, bus: Bus) -> None:
+        async with connected(infra, "ingress") as nc:
+            subscription = await nc.jetstream().pull_subscribe_bind(
+                durable=run_consumer(Role.CODER), stream=RUNS_STREAM
+            )
+            with pytest.raises((TimeoutError, NatsError)):
+                await subscription.fetch(1, timeout=1)
+            await violation(nc, f"$JS.API.CONSUMER.MSG.NEXT.{RUNS_STREAM}.{run_consumer(Role.CODER)}")
+
+    async def test_cannot_read_the_inbox(self, infra: EmbeddedUrls, bus: Bus) -> None:
+        async with connected(infra, "ingress") as nc:
+            with pytest.raises((TimeoutError, NatsError)):
+                await nc.jetstream(timeout=1).get_msg(INBOX_STREAM, seq=1)
+            await violation(nc, f"$JS.API.STREAM.MSG.GET.{INBOX_STREAM}")
+
+    async def test_cannot_listen_to_other_users_replies(self, infra: EmbeddedUrls) -> None:
+        async with connected(infra, "ingress") as nc:
+            await nc.subscribe("_INBOX.>")
+            await violation(nc, "_INBOX.>")
+
+
+class TestWorkers:
+    async def test_a_reviewer_worker_cannot_publish_to_the_inbox(self, infra: EmbeddedUrls, bus: Bus, thread_id: str) -> None:
+        async with connected(infra, "reviewer-worker") as nc:
+            with pytest.raises(BusUnavailable):
+                await Bus(nc, timeout=1).publish(subjects.inbox(thread_id), message(thread_id))
+            await violation(nc, subjects.inbox(thread_id))
+
+    async def test_a_worker_emits_events(self, infra: EmbeddedUrls, bus: Bus, thread_id: str) -> None:
+        async with connected(infra, "reviewer-worker") as nc:
+            ack = await Bus(nc).emit(RunEvent(thread_id=thread_id, run_id="r1", type=EventType.STARTED, data={}))
+        assert ack.seq > 0
+
+    async def test_a_worker_cannot_consume_another_roles_runs(self, infra: EmbeddedUrls, bus: Bus) -> None:
+        async with connected(infra, "analyzer-worker") as nc:
+            subscription = await nc.jetstream().pull_subscribe_bind(
+                durable=run_consumer(Role.CODER), stream=RUNS_STREAM
+            )
+            with pytest.raises((TimeoutError, NatsError)):
+                await subscription.fetch(1, timeout=1)
+            await violation(nc, f"$JS.API.CONSUMER.MSG.NEXT.{RUNS_STREAM}.{run_consumer(Role.CODER)}")
+
+    async def test_a_coder_worker_cannot_wake_a_coder(self, infra: EmbeddedUrls, thread_id: str) -> None:
+        async with connected(infra, "coder-worker") as nc:
+            with pytest.raises(BusUnavailable):
+                await Bus(nc, timeout=1).publish(subjects.run(Role.CODER, thread_id), message(thread_id))
+            await violation(nc, subjects.run(Role.CODER, thread_id))
+
+    async def test_a_worker_cannot_manage_streams(self, infra: EmbeddedUrls, bus: Bus) -> None:
+        async with connected(infra, "coder-worker") as nc:
+            with pytest.raises((TimeoutError, NatsError)):
+                await nc.jetstream(timeout=1).delete_stream(INBOX_STREAM)
+            await violation(nc, f"$JS.API.STREAM.DELETE.{INBOX_STREAM}")
+
+
+class TestDashboard:
+    async def test_reads_a_threads_events(self, infra: EmbeddedUrls, bus: Bus, thread_id: str) -> None:
+        await bus.emit(RunEvent(thread_id=thread_id, run_id="r1", type=EventType.STARTED, data={}))
+        async with connected(infra, "dashboard") as nc:
+            history = await ThreadEvents(nc.jetstream(timeout=5)).history(thread_id)
+        assert [stored.event.type for stored in history] == [EventType.STARTED]
+
+    async def test_cannot_publish_github_events(self, infra: EmbeddedUrls) -> None:
+        async with connected(infra, "dashboard") as nc:
+            await nc.publish(subjects.github("push"), b"{}")
+            await violation(nc, subjects.github("push"))
+
+
+class TestAuthorizationBlock:
+    def test_names_every_user_with_its_password_variable(self) -> None:
+        block = nats_authorization(password_variables())
+        for user in service_permissions():
+            assert f'user: "{user}"' in block
+        assert "password: $CODER_WORKER_PASSWORD," in block
