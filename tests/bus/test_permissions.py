@@ -106,8 +106,10 @@ class TestIngress:
 
 
 class TestWorkers:
-    async def test_a_reviewer_worker_cannot_publish_to_the_inbox(self, infra: EmbeddedUrls, bus: Bus, thread_id: str) -> None:
-        async with connected(infra, "reviewer-worker") as nc:
+    async def test_an_analyzer_worker_cannot_publish_to_the_inbox(
+        self, infra: EmbeddedUrls, bus: Bus, thread_id: str
+    ) -> None:
+        async with connected(infra, "analyzer-worker") as nc:
             with pytest.raises(BusUnavailable):
                 await Bus(nc, timeout=1).publish(subjects.inbox(thread_id), message(thread_id))
             await violation(nc, subjects.inbox(thread_id))
@@ -126,11 +128,14 @@ class TestWorkers:
                 await subscription.fetch(1, timeout=1)
             await violation(nc, f"$JS.API.CONSUMER.MSG.NEXT.{RUNS_STREAM}.{run_consumer(Role.CODER)}")
 
-    async def test_a_coder_worker_cannot_wake_a_coder(self, infra: EmbeddedUrls, thread_id: str) -> None:
-        async with connected(infra, "coder-worker") as nc:
+    @pytest.mark.parametrize(("user", "role"), [("coder-worker", Role.CODER), ("reviewer-worker", Role.CODER)])
+    async def test_a_worker_wakes_only_the_role_it_hands_off_to(
+        self, infra: EmbeddedUrls, user: str, role: Role, thread_id: str
+    ) -> None:
+        async with connected(infra, user) as nc:
             with pytest.raises(BusUnavailable):
-                await Bus(nc, timeout=1).publish(subjects.run(Role.CODER, thread_id), message(thread_id))
-            await violation(nc, subjects.run(Role.CODER, thread_id))
+                await Bus(nc, timeout=1).publish(subjects.run(role, thread_id), message(thread_id))
+            await violation(nc, subjects.run(role, thread_id))
 
     async def test_a_worker_cannot_manage_streams(self, infra: EmbeddedUrls, bus: Bus) -> None:
         async with connected(infra, "coder-worker") as nc:

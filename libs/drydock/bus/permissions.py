@@ -6,8 +6,9 @@ The split (README, "The control plane"):
 - ``dashboard`` reads a thread's events (ordered consumers on ``DRYDOCK_EVENTS``) and its inbox,
   and hands messages to coder and analyzer threads (inbox and their wakes).
 - ``<role>-worker`` consumes its role's runs consumer and nothing else, reads the inbox,
-  publishes events and keeps snapshots in the object store bucket; the coder also hands
-  messages to reviewer threads (``request_review``).
+  publishes events and keeps snapshots in the object store bucket. The coder also hands
+  messages to reviewer threads (``request_review``), the reviewer to analyzer threads (a
+  repository without guidelines); the analyzer publishes no message and wakes nobody.
 - ``autofix-controller`` consumes its two consumers, publishes events and hands messages to
   any role (repair runs, scheduled wake-ups).
 - ``credential-proxy`` publishes events (its denials).
@@ -101,14 +102,17 @@ def _snapshots(settings: SnapshotSettings) -> tuple[str, ...]:
 
 
 _EVENTS = (f"{subjects.EVENT}.*.*",)
+_HANDS_OFF_TO = {Role.CODER: Role.REVIEWER, Role.REVIEWER: Role.ANALYZER}
+"""``request_review`` hands a pull request to a reviewer thread; a review without guidelines
+asks the analyzer for them."""
 
 
 def _worker(role: Role, snapshots: SnapshotSettings) -> Permissions:
     user = f"{role.value}-worker"
     publish = [*_consume(RUNS_STREAM, run_consumer(role)), *_read_directly(INBOX_STREAM), *_EVENTS]
     publish += _snapshots(snapshots)
-    if role is Role.CODER:
-        publish += _hand_off(Role.REVIEWER)
+    if role in _HANDS_OFF_TO:
+        publish += _hand_off(_HANDS_OFF_TO[role])
     return _user(user, publish)
 
 
