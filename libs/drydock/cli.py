@@ -1,4 +1,5 @@
-"""The ``drydock`` command: ``dev``, ``serve SERVICE``, ``provision``, ``version``, ``asyncapi``, ``nats-permissions``."""
+"""The ``drydock`` command: ``dev``, ``serve SERVICE``, ``provision``, ``version``, ``asyncapi``,
+``nats-permissions``."""
 
 from __future__ import annotations
 

@@ -113,7 +113,6 @@ class TestDataDirectory:
             await nc.close()
         assert info.state.messages == 1
 
-
     async def test_credential_files_are_private(self, tmp_path: Path) -> None:
         async with embedded_infrastructure(workdir=tmp_path) as urls:
             assert urls.nats_address is not None

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import nats
 import structlog
 from nats.aio.client import Client as NatsClient
+from nats.errors import AuthorizationError
 from nats.errors import Error as NatsError
-from nats.errors import NoServersError
 from nats.js import JetStreamContext
 from nats.js.api import PubAck
 from pydantic import BaseModel
@@ -42,7 +42,11 @@ async def connect_nats(settings: NatsSettings, *, name: str, url: str | None = N
     if target is None:
         raise BusUnavailable("DRYDOCK_NATS_URL is not set")
 
+    refused: list[Exception] = []
+
     async def on_error(error: Exception) -> None:
+        if "authorization violation" in str(error).lower():
+            refused.append(error)
         log.warning("nats error", error=str(error))
 
     async def on_disconnected() -> None:
@@ -70,11 +74,12 @@ async def connect_nats(settings: NatsSettings, *, name: str, url: str | None = N
             reconnected_cb=on_reconnected,
             **credentials,
         )
-    except (NoServersError, OSError, TimeoutError) as error:
-        raise BusUnavailable(f"cannot reach NATS at {without_password(target)}: {describe(error)}") from None
-    except NatsError as error:
-        # An authorization violation: the server refused the credentials.
-        raise BusUnavailable(f"NATS at {without_password(target)} refused the connection: {describe(error)}") from None
+    except (NatsError, OSError, TimeoutError) as error:
+        where = without_password(target)
+        if refused or isinstance(error, AuthorizationError):
+            who = f"user {settings.user!r}" if settings.user else "a connection without a user (or the URL's)"
+            raise BusUnavailable(f"NATS at {where} refused {who}: check DRYDOCK_NATS_USER/PASSWORD") from None
+        raise BusUnavailable(f"cannot reach NATS at {where}: {describe(error)}") from None
     # nats-py applies one attempt limit to the first connect and to reconnects; -1 from the
     # start would retry an unreachable first server forever instead of failing start-up.
     nc.options["max_reconnect_attempts"] = -1

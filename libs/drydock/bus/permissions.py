@@ -125,7 +125,7 @@ def service_permissions(snapshots: SnapshotSettings | None = None) -> dict[str, 
         *_read_directly(INBOX_STREAM),
         *_hand_off(Role.CODER, Role.ANALYZER),
     )
-    found = {
+    return {
         "ingress": ingress,
         "dashboard": _user("dashboard", dashboard_publish),
         "web": _user("web", ingress.publish + dashboard_publish),
@@ -142,7 +142,6 @@ def service_permissions(snapshots: SnapshotSettings | None = None) -> dict[str, 
         "credential-proxy": _user("credential-proxy", _EVENTS),
         PROVISIONER: Permissions((">",), (">",)),
     }
-    return found
 
 
 def password_variables(snapshots: SnapshotSettings | None = None) -> dict[str, str]:

@@ -171,7 +171,7 @@ def valkey_server(workdir: Path, password: str, port: int | None = None, *, pers
     every write to a file in ``workdir`` (fsync each second), so a restart keeps the data."""
     port = port or free_port()
     acl = workdir / "users.acl"
-    _write_private(acl, f"user default off\nuser {REDIS_USER} on >{password} ~* &* +@all -@admin\n")
+    _write_private(acl, f"user default off\nuser {REDIS_USER} on >{password} ~* &* +@all\n")
     persistence = ["--appendonly", "yes", "--appendfsync", "everysec"] if persist else ["--appendonly", "no"]
     argv = [
         str(valkey_server_binary()),
