@@ -6,6 +6,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import pytest
 from nats.aio.client import Client as NatsClient
@@ -17,7 +18,7 @@ from drydock.bus.client import connect_nats
 from drydock.bus.permissions import PROVISIONER, nats_authorization, password_variables, service_permissions
 from drydock.bus.streams import INBOX_STREAM, RUNS_STREAM, run_consumer
 from drydock.config import NatsSettings
-from drydock.infra.embedded import EmbeddedUrls
+from drydock.infra.embedded import EmbeddedServer, EmbeddedUrls, free_port, nats_server_binary
 from drydock.roles import Role
 from services.dashboard.threads.events import ThreadEvents
 
@@ -157,8 +158,52 @@ class TestDashboard:
 
 
 class TestAuthorizationBlock:
+    def test_only_the_provisioner_manages_streams_and_only_workers_read_snapshot_messages(self) -> None:
+        for user, permissions in service_permissions().items():
+            if user == PROVISIONER:
+                continue
+            for subject in permissions.publish:
+                assert not subject.startswith(
+                    ("$JS.API.STREAM.CREATE", "$JS.API.STREAM.UPDATE", "$JS.API.STREAM.DELETE")
+                )
+                assert subject not in (">", "$JS.>", "$JS.API.>"), (user, subject)
+                if subject.startswith("$JS.API.STREAM.MSG.GET."):
+                    assert user.endswith("-worker")
+                    assert subject == "$JS.API.STREAM.MSG.GET.OBJ_drydock-snapshots"
+
     def test_names_every_user_with_its_password_variable(self) -> None:
         block = nats_authorization(password_variables())
         for user in service_permissions():
             assert f'user: "{user}"' in block
         assert "password: $CODER_WORKER_PASSWORD," in block
+
+    async def test_nats_server_reads_the_passwords_from_its_environment(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        variables = password_variables()
+        for variable in variables.values():
+            monkeypatch.setenv(variable.removeprefix("$"), f"secret-of-{variable.removeprefix('$').lower()}")
+        config = tmp_path / "nats.conf"
+        config.write_text(nats_authorization(variables))
+        port = free_port()
+        argv = [
+            str(nats_server_binary()),
+            "-c",
+            str(config),
+            "-js",
+            "-a",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-sd",
+            str(tmp_path),
+        ]
+        server = EmbeddedServer("nats", argv, port, "nats", tmp_path)
+        await server.start()
+        try:
+            own = NatsSettings(url=server.url, user="ingress", password=SecretStr("secret-of-ingress_password"))
+            nc = await connect_nats(own, name="from-environment")
+            assert nc.is_connected
+            await nc.close()
+        finally:
+            await server.stop()

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from drydock.bus.permissions import PROVISIONER, service_permissions
-from tests.chart.conftest import NAMESPACE, Manifest, Render, of_kind
+from drydock.bus.permissions import PROVISIONER, nats_authorization, password_variables, service_permissions
+from tests.chart.conftest import CHART, NAMESPACE, Manifest, Render, of_kind
 
 SANDBOX_NAMESPACE = "drydock-sandboxes"
 SANDBOX_POD = {"app.kubernetes.io/name": "drydock-sandbox", "app.kubernetes.io/managed-by": "drydock"}
@@ -190,3 +190,13 @@ class TestCredentials:
                 assert "DRYDOCK_NATS_PROVISION" not in env
             else:
                 assert "DRYDOCK_REDIS_PASSWORD" not in env
+
+
+class TestReadme:
+    def test_the_nats_snippet_is_what_drydock_prints(self) -> None:
+        readme = (CHART / "README.md").read_text()
+        snippet = readme.split("Its first users read:\n\n```\n", 1)[1].split("```", 1)[0]
+        printed = nats_authorization(password_variables())
+        for user_block in snippet.split("    {user: ")[1:]:
+            assert "    {user: " + user_block.rstrip() in printed
+        assert snippet.startswith("authorization {\n  users = [\n")
