@@ -82,11 +82,24 @@ class EmbeddedServer:
     port: int
     scheme: str
     workdir: Path
+    user: str | None = None
+    """Who :attr:`url` connects as, with :attr:`password`."""
+    password: str | None = field(default=None, repr=False)
+    passwords: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Every user's password (NATS: one user per service)."""
     process: asyncio.subprocess.Process | None = None
 
     @property
-    def url(self) -> str:
+    def address(self) -> str:
+        """Where the server listens, without credentials."""
         return f"{self.scheme}://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The address with :attr:`user`'s credentials."""
+        if self.user is None or self.password is None:
+            return self.address
+        return _with_credentials(self.address, self.user, self.password)
 
     async def start(self, ready_within: float = 10.0) -> None:
         log_path = self.workdir / f"{self.name}.log"
@@ -150,9 +163,11 @@ def _write_private(path: Path, text: str) -> None:
         file.write(text)
 
 
-def nats_server(workdir: Path, passwords: Mapping[str, str], port: int | None = None) -> EmbeddedServer:
+def nats_server(workdir: Path, port: int | None = None) -> EmbeddedServer:
     """A JetStream server storing in ``workdir/jetstream`` that admits the users of
-    :func:`drydock.bus.permissions.service_permissions`, with ``passwords`` (one per user)."""
+    :func:`drydock.bus.permissions.service_permissions`, each with a new password; its
+    :attr:`~EmbeddedServer.url` connects as the provisioner."""
+    passwords = {user: _password() for user in service_permissions()}
     port = port or free_port()
     store = workdir / "jetstream"
     store.mkdir(parents=True, exist_ok=True)
@@ -163,12 +178,13 @@ def nats_server(workdir: Path, passwords: Mapping[str, str], port: int | None = 
         "-c", str(config),
         "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", str(store),
     ]  # fmt: skip
-    return EmbeddedServer("nats", argv, port, "nats", workdir)
+    return EmbeddedServer("nats", argv, port, "nats", workdir, PROVISIONER, passwords[PROVISIONER], passwords=passwords)
 
 
-def valkey_server(workdir: Path, password: str, port: int | None = None, *, persist: bool = False) -> EmbeddedServer:
-    """Valkey admitting only :data:`REDIS_USER` with ``password``; with ``persist`` it appends
+def valkey_server(workdir: Path, port: int | None = None, *, persist: bool = False) -> EmbeddedServer:
+    """Valkey admitting only :data:`REDIS_USER`, with a new password; with ``persist`` it appends
     every write to a file in ``workdir`` (fsync each second), so a restart keeps the data."""
+    password = _password()
     port = port or free_port()
     acl = workdir / "users.acl"
     _write_private(acl, f"user default off\nuser {REDIS_USER} on >{password} ~* &* +@all\n")
@@ -183,7 +199,7 @@ def valkey_server(workdir: Path, password: str, port: int | None = None, *, pers
         *persistence,
         "--protected-mode", "yes",
     ]  # fmt: skip
-    return EmbeddedServer("valkey", argv, port, "redis", workdir)
+    return EmbeddedServer("valkey", argv, port, "redis", workdir, REDIS_USER, password)
 
 
 @dataclass(frozen=True)
@@ -219,27 +235,25 @@ async def embedded_infrastructure(
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="drydock-embedded-")))
         workdir.mkdir(parents=True, exist_ok=True)
-        nats_passwords = {user: _password() for user in service_permissions()} if nats else {}
-        redis_password = _password()
-        servers = []
+        servers = {}
         if nats:
-            servers.append(nats_server(workdir, nats_passwords))
+            servers["nats"] = nats_server(workdir)
         if redis:
-            servers.append(valkey_server(workdir, redis_password, persist=persist))
+            servers["valkey"] = valkey_server(workdir, persist=persist)
         try:
-            await asyncio.gather(*(server.start() for server in servers))
-            for server in servers:
-                log.info("embedded server started", server=server.name, url=server.url, pid=_pid(server))
-            urls = {server.name: server.url for server in servers}
+            await asyncio.gather(*(server.start() for server in servers.values()))
+            for server in servers.values():
+                log.info("embedded server started", server=server.name, url=server.address, pid=_pid(server))
+            bus, store = servers.get("nats"), servers.get("valkey")
             yield EmbeddedUrls(
-                nats=_with_credentials(urls["nats"], PROVISIONER, nats_passwords[PROVISIONER]) if nats else None,
-                redis=_with_credentials(urls["valkey"], REDIS_USER, redis_password) if redis else None,
-                nats_passwords=nats_passwords,
-                nats_address=urls.get("nats"),
-                redis_address=urls.get("valkey"),
+                nats=bus.url if bus else None,
+                redis=store.url if store else None,
+                nats_passwords=bus.passwords if bus else {},
+                nats_address=bus.address if bus else None,
+                redis_address=store.address if store else None,
             )
         finally:
-            await asyncio.gather(*(server.stop() for server in servers), return_exceptions=True)
+            await asyncio.gather(*(server.stop() for server in servers.values()), return_exceptions=True)
 
 
 def _pid(server: EmbeddedServer) -> int | None:
