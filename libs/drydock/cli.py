@@ -11,12 +11,15 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from nats.errors import Error as NatsError
+
 import drydock
 from drydock import services
 from drydock.bus import BusUnavailable, connect_nats, provision, topology
 from drydock.bus.asyncapi import asyncapi_document
 from drydock.bus.permissions import nats_authorization, password_variables
 from drydock.config import ConfigError, Settings, load_settings
+from drydock.errors import describe
 from drydock.http import ListenError, run_with_health
 from drydock.infra.embedded import EmbeddedServerError
 from drydock.infra.redis import StoreUnavailable
@@ -47,7 +50,10 @@ async def provision_only(settings: Settings) -> None:
     """Create or update every stream and consumer (as ``DRYDOCK_NATS_USER``, who may), then return."""
     nc = await connect_nats(settings.nats, name="drydock-provision")
     try:
-        await provision(nc.jetstream(), topology(settings.nats, settings.snapshots))
+        await provision(nc.jetstream(timeout=10), topology(settings.nats, settings.snapshots))
+    except (NatsError, TimeoutError) as error:
+        who = settings.nats.user or "the URL's user"
+        raise BusUnavailable(f"cannot provision the streams as {who}: {describe(error)}") from None
     finally:
         await nc.close()
     print("drydock provision: streams and consumers are up to date", flush=True)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -207,3 +209,42 @@ class TestAuthorizationBlock:
             await nc.close()
         finally:
             await server.stop()
+
+
+async def drydock(*arguments: str, environment: dict[str, str], within: float = 120) -> tuple[int, str]:
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("DRYDOCK_")}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "drydock",
+        *arguments,
+        env=clean | environment,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        output, _ = await asyncio.wait_for(process.communicate(), within)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise
+    assert process.returncode is not None
+    return process.returncode, output.decode()
+
+
+class TestProvisionCommand:
+    @pytest.mark.timeout(300)
+    async def test_the_provisioner_provisions_and_a_service_user_may_not(self, infra: EmbeddedUrls) -> None:
+        base = {"DRYDOCK_NATS_URL": str(infra.nats_address), "DRYDOCK_LOG_LEVEL": "WARNING"}
+        as_provisioner = base | {
+            "DRYDOCK_NATS_USER": PROVISIONER,
+            "DRYDOCK_NATS_PASSWORD": infra.nats_passwords[PROVISIONER],
+        }
+        as_ingress = base | {"DRYDOCK_NATS_USER": "ingress", "DRYDOCK_NATS_PASSWORD": infra.nats_passwords["ingress"]}
+        (code, output), (refused, why) = await asyncio.gather(
+            drydock("provision", environment=as_provisioner), drydock("provision", environment=as_ingress)
+        )
+        assert (code, output.strip().splitlines()[-1]) == (0, "drydock provision: streams and consumers are up to date")
+        assert refused == 1
+        assert "cannot provision the streams as ingress" in why
+        assert "Traceback" not in why
