@@ -19,7 +19,7 @@ from drydock.bus import Author, Bus, BusUnavailable, Channel, EventType, InboxMe
 from drydock.bus.client import connect_nats
 from drydock.bus.permissions import PROVISIONER, nats_authorization, password_variables, service_permissions
 from drydock.bus.streams import INBOX_STREAM, RUNS_STREAM, run_consumer
-from drydock.config import NatsSettings
+from drydock.config import NatsSettings, SnapshotSettings
 from drydock.infra.embedded import EmbeddedServer, EmbeddedUrls, free_port, nats_server_binary
 from drydock.roles import Role
 from services.dashboard.threads.events import ThreadEvents
@@ -120,6 +120,16 @@ class TestWorkers:
         async with connected(infra, "reviewer-worker") as nc:
             ack = await Bus(nc).emit(RunEvent(thread_id=thread_id, run_id="r1", type=EventType.STARTED, data={}))
         assert ack.seq > 0
+
+    async def test_a_worker_keeps_and_reads_snapshot_objects(self, infra: EmbeddedUrls, bus: Bus) -> None:
+        name = f"permissions-test-{uuid.uuid4().hex}"
+        async with connected(infra, "coder-worker") as nc:
+            bucket = await nc.jetstream(timeout=5).object_store(SnapshotSettings().bucket)
+            await bucket.put(name, b"workspace")
+            stored = await asyncio.wait_for(bucket.get(name), 10)
+            await bucket.delete(name)
+            assert nc.last_error is None
+        assert stored.data == b"workspace"
 
     async def test_a_worker_cannot_consume_another_roles_runs(self, infra: EmbeddedUrls, bus: Bus) -> None:
         async with connected(infra, "analyzer-worker") as nc:

@@ -256,6 +256,15 @@ async def pipeline(
         runtime = await stack.enter_async_context(open_runtime(settings, name="e2e"))
         connections: dict[str, Runtime] = {}
 
+        async def no_permission_was_missing() -> None:
+            for name, connection in connections.items():
+                error = str(connection.nats.last_error or "")
+                if "permissions violation" in error.lower():
+                    raise AssertionError(f"NATS user {name} lacks a permission it used: {error}")
+
+        # Registered before the connections open, so it runs after every service stopped.
+        stack.push_async_callback(no_permission_was_missing)
+
         async def as_service(name: str) -> Runtime:
             """``runtime`` on a NATS connection of the service's own user, with its permissions."""
             if name not in connections:

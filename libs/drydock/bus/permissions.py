@@ -93,6 +93,8 @@ def _snapshots(settings: SnapshotSettings) -> tuple[str, ...]:
     stream = f"OBJ_{settings.bucket}"
     return (
         f"$O.{settings.bucket}.>",
+        # nats-py's object get finds the bucket's stream by its subject (stream names only).
+        f"{_API}.STREAM.NAMES",
         f"{_API}.STREAM.INFO.{stream}",
         f"{_API}.STREAM.MSG.GET.{stream}",
         f"{_API}.STREAM.PURGE.{stream}",
