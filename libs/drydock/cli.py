@@ -1,4 +1,5 @@
-"""The ``drydock`` command: ``dev``, ``serve SERVICE``, ``config check``, ``version``, ``asyncapi``."""
+"""The ``drydock`` command: ``dev``, ``serve SERVICE``, ``config check``, ``provision``, ``version``,
+``asyncapi``, ``nats-permissions``."""
 
 from __future__ import annotations
 
@@ -12,13 +13,16 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import structlog
+from nats.errors import Error as NatsError
 
 import drydock
 from drydock import services
-from drydock.bus import BusUnavailable
+from drydock.bus import BusUnavailable, connect_nats, provision, topology
 from drydock.bus.asyncapi import asyncapi_document
+from drydock.bus.permissions import nats_authorization, password_variables
 from drydock.config import ConfigError, Settings, load_settings, unknown_variables
 from drydock.configuration_report import configuration_report
+from drydock.errors import describe
 from drydock.http import ListenError, run_with_health
 from drydock.infra.embedded import EmbeddedServerError
 from drydock.infra.redis import StoreUnavailable
@@ -34,7 +38,12 @@ EXIT_UNAVAILABLE = 1
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="drydock", description="Self-hosted coding agents.")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("dev", help="run every service in one process, with embedded NATS and Valkey if unset")
+    dev = commands.add_parser("dev", help="run every service in one process, with embedded NATS and Valkey if unset")
+    dev.add_argument("--fresh", action="store_true", help="start the embedded servers empty (remove .drydock/dev)")
+    commands.add_parser("provision", help="create or update the NATS streams and consumers, then exit")
+    commands.add_parser(
+        "nats-permissions", help="print the nats-server authorization block: one user per service, passwords from $ENV"
+    )
     serve = commands.add_parser(
         "serve",
         help="run one service",
@@ -66,6 +75,19 @@ class _ServeHelp(argparse.Action):
         parser.epilog = f"services:\n{listed}"
         parser.print_help()
         parser.exit()
+
+
+async def provision_only(settings: Settings) -> None:
+    """Create or update every stream and consumer (as ``DRYDOCK_NATS_USER``, who may), then return."""
+    nc = await connect_nats(settings.nats, name="drydock-provision")
+    try:
+        await provision(nc.jetstream(timeout=10), topology(settings.nats, settings.snapshots))
+    except (NatsError, TimeoutError) as error:
+        who = settings.nats.user or "the URL's user"
+        raise BusUnavailable(f"cannot provision the streams as {who}: {describe(error)}") from None
+    finally:
+        await nc.close()
+    print("drydock provision: streams and consumers are up to date", flush=True)
 
 
 async def serve(settings: Settings, name: str) -> None:
@@ -116,11 +138,12 @@ def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 def _check(settings: Settings, args: argparse.Namespace) -> None:
     """Run the settings checks of every service about to start, before anything starts."""
-    chosen = (
-        [service for service in services.available().values() if service.in_dev]
-        if args.command == "dev"
-        else [services.get(args.service)]
-    )
+    if args.command == "dev":
+        chosen = [service for service in services.available().values() if service.in_dev]
+    elif args.command == "serve":
+        chosen = [services.get(args.service)]
+    else:
+        return
     for service in chosen:
         if service.check is not None:
             service.check(settings)
@@ -133,6 +156,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.command == "asyncapi":
         print(json.dumps(asyncapi_document(), indent=2))
+        return
+    if args.command == "nats-permissions":
+        print(nats_authorization(password_variables()), end="")
         return
     try:
         settings = load_settings()
@@ -150,7 +176,9 @@ def main(argv: list[str] | None = None) -> None:
         if args.command == "dev":
             from drydock.dev import run_dev
 
-            run_until_signalled(run_dev(settings))
+            run_until_signalled(run_dev(settings, fresh=args.fresh))
+        elif args.command == "provision":
+            run_until_signalled(provision_only(settings))
         else:
             run_until_signalled(serve(settings, args.service))
     except (ListenError, BusUnavailable, StoreUnavailable, EmbeddedServerError, BaseExceptionGroup) as error:

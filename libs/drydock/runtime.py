@@ -25,7 +25,8 @@ class Runtime:
 
 @contextlib.asynccontextmanager
 async def open_runtime(settings: Settings, *, name: str) -> AsyncIterator[Runtime]:
-    """Connect to NATS and Redis, provision the streams, and close both on exit.
+    """Connect to NATS and Redis, provision the streams (unless ``DRYDOCK_NATS_PROVISION`` is
+    off), and close both on exit.
 
     Raises :class:`drydock.bus.BusUnavailable` or :class:`drydock.infra.redis.StoreUnavailable`
     naming the server that cannot be reached.
@@ -35,7 +36,8 @@ async def open_runtime(settings: Settings, *, name: str) -> AsyncIterator[Runtim
         redis = await connect_redis(settings.redis)
         try:
             bus = Bus(nc)
-            await provision(bus.js, topology(settings.nats, settings.snapshots))
+            if settings.nats.provision:
+                await provision(bus.js, topology(settings.nats, settings.snapshots))
             yield Runtime(settings, nc, bus, redis, Keys(settings.redis.key_prefix))
         finally:
             await redis.aclose()

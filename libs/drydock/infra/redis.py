@@ -12,6 +12,7 @@ from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import RedisError, ResponseError
 
 from drydock.config import RedisSettings
+from drydock.errors import without_password
 
 
 class StoreUnavailable(RuntimeError):
@@ -43,6 +44,10 @@ def redis_client(
         "socket_timeout": socket_timeout,
         "health_check_interval": 30,
     }
+    if settings.username is not None:
+        options["username"] = settings.username
+    if settings.password is not None:
+        options["password"] = settings.password.get_secret_value()
     if max_connections is not None:
         return Redis.from_pool(ConnectionPool.from_url(target, max_connections=max_connections, **options))
     pool = BlockingConnectionPool.from_url(
@@ -64,7 +69,7 @@ async def connect_redis(settings: RedisSettings, *, url: str | None = None) -> R
         await client.ping()
     except (RedisError, OSError) as error:
         await client.aclose()
-        raise StoreUnavailable(f"cannot reach Redis at {target}: {error}") from None
+        raise StoreUnavailable(f"cannot reach Redis at {without_password(target)}: {error}") from None
     return client
 
 
