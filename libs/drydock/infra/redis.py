@@ -235,6 +235,10 @@ class Keys:
         """The digests of the grants issued to one sandbox, so a new grant supersedes the old."""
         return f"{self.prefix}:sandbox-grants:{{{thread_id}}}:{sandbox_id}"
 
+    def effect(self, thread_id: str, effect_id: str) -> str:
+        """An external write of the thread (claimed, then done with its result): the effects ledger."""
+        return f"{self.prefix}:effect:{{{thread_id}}}:{effect_id}"
+
     def delivery(self, channel: str, delivery_id: str) -> str:
         """A webhook delivery seen by the ingress (claimed, then done), for de-duplication."""
         return f"{self.prefix}:delivery:{channel}:{delivery_id}"
