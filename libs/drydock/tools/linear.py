@@ -68,7 +68,7 @@ def build(context: ToolContext) -> BaseTool:
         if body is None:
             raise ToolException("action=comment needs a `body`.")
         if issue_id == own_issue:
-            await context.outbound.reply(context.scope.reply_to, body)
+            await context.outbound.reply_once(context.effects, context.scope.reply_to, body)
             comment_id = None
         else:
             comment_id = await client.create_comment(issue_id, body)
