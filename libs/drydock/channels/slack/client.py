@@ -19,7 +19,6 @@ from drydock.channels.errors import ChannelNotConfigured, OutboundFailed
 from drydock.config import SlackSettings
 from drydock.errors import describe
 
-
 EFFECT_EVENT = "drydock_effect"
 """The metadata event type of a message Drydock posted as an effect (:mod:`drydock.effects`)."""
 
@@ -79,8 +78,8 @@ class SlackClient:
             page = await self._call(
                 "conversations.replies",
                 f"reading the thread {thread_ts} in {channel}",
-                lambda web: web.conversations_replies(
-                    channel=channel, ts=thread_ts, include_all_metadata=True, limit=200, cursor=cursor
+                lambda web, after=cursor: web.conversations_replies(
+                    channel=channel, ts=thread_ts, include_all_metadata=True, limit=200, cursor=after
                 ),
             )
             messages = page.get("messages") or []
