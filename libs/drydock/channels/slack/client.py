@@ -70,6 +70,14 @@ class SlackClient:
         )
         return str(found.get("ts", ""))
 
+    @staticmethod
+    def _replies(
+        channel: str, thread_ts: str, cursor: str | None
+    ) -> Callable[[AsyncWebClient], Awaitable[AsyncSlackResponse]]:
+        return lambda web: web.conversations_replies(
+            channel=channel, ts=thread_ts, include_all_metadata=True, limit=200, cursor=cursor
+        )
+
     async def find_effect(self, channel: str, thread_ts: str, effect: str, *, limit: int = 1000) -> str | None:
         """The ``ts`` of the thread's message posted with ``effect`` in its metadata, if any."""
         cursor: str | None = None
@@ -78,9 +86,7 @@ class SlackClient:
             page = await self._call(
                 "conversations.replies",
                 f"reading the thread {thread_ts} in {channel}",
-                lambda web, after=cursor: web.conversations_replies(
-                    channel=channel, ts=thread_ts, include_all_metadata=True, limit=200, cursor=after
-                ),
+                self._replies(channel, thread_ts, cursor),
             )
             messages = page.get("messages") or []
             for message in messages:
