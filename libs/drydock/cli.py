@@ -1,4 +1,4 @@
-"""The ``drydock`` command: ``dev``, ``serve SERVICE``, ``version``, ``asyncapi``."""
+"""The ``drydock`` command: ``dev``, ``serve SERVICE``, ``provision``, ``version``, ``asyncapi``."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from drydock.telemetry import configure_logging
 
 EXIT_CONFIG = 2
 EXIT_UNAVAILABLE = 1
+EXIT_STORE_LOST = 3
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,6 +32,12 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("dev", help="run every service in one process, with embedded NATS and Valkey if unset")
     serve = commands.add_parser("serve", help="run one service")
     serve.add_argument("service", help="the service's name, e.g. web, ingress, coder-worker")
+    provision = commands.add_parser("provision", help="provision the streams and the store epoch, then exit")
+    provision.add_argument(
+        "--accept-store-loss",
+        action="store_true",
+        help="adopt a store that lost its data (wiped or replaced): services become ready again",
+    )
     commands.add_parser("version", help="print the version")
     commands.add_parser("asyncapi", help="print the AsyncAPI description of the bus")
     return parser
@@ -41,6 +48,16 @@ async def serve(settings: Settings, name: str) -> None:
     async with open_runtime(settings, name=name) as runtime:
         print(f"drydock {name}: {service.listens(runtime)}", flush=True)
         await run_service(service, runtime)
+
+
+async def provision_store(settings: Settings, *, accept_store_loss: bool) -> None:
+    """Provision like a service's start-up; with ``accept_store_loss``, write a new store epoch."""
+    async with open_runtime(settings, name="provision", accept_store_loss=accept_store_loss) as runtime:
+        assert runtime.store is not None
+        lost = await runtime.store.check()
+        print(f"drydock provision: {lost or 'store epoch ' + runtime.store.expected}", flush=True)
+        if lost is not None:
+            raise SystemExit(EXIT_STORE_LOST)
 
 
 async def run_service(service: services.Service, runtime: Runtime) -> None:
@@ -97,7 +114,9 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(EXIT_CONFIG) from None
     configure_logging(settings.log, settings.log_format)
     try:
-        if args.command == "dev":
+        if args.command == "provision":
+            run_until_signalled(provision_store(settings, accept_store_loss=args.accept_store_loss))
+        elif args.command == "dev":
             from drydock.dev import run_dev
 
             run_until_signalled(run_dev(settings))

@@ -235,6 +235,10 @@ class Keys:
         """The digests of the grants issued to one sandbox, so a new grant supersedes the old."""
         return f"{self.prefix}:sandbox-grants:{{{thread_id}}}:{sandbox_id}"
 
+    def store_epoch(self) -> str:
+        """The store's epoch marker, written when the store is provisioned (:mod:`drydock.infra.store_epoch`)."""
+        return f"{self.prefix}:store-epoch"
+
     def effect(self, thread_id: str, effect_id: str) -> str:
         """An external write of the thread (claimed, then done with its result): the effects ledger."""
         return f"{self.prefix}:effect:{{{thread_id}}}:{effect_id}"
