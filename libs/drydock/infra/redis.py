@@ -235,6 +235,10 @@ class Keys:
         """The digests of the grants issued to one sandbox, so a new grant supersedes the old."""
         return f"{self.prefix}:sandbox-grants:{{{thread_id}}}:{sandbox_id}"
 
+    def dead_letters(self) -> str:
+        """Wakes that used up their deliveries (id → JSON record), for the dashboard."""
+        return f"{self.prefix}:dead-letters"
+
     def store_epoch(self) -> str:
         """The store's epoch marker, written when the store is provisioned (:mod:`drydock.infra.store_epoch`)."""
         return f"{self.prefix}:store-epoch"

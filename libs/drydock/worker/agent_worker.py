@@ -28,6 +28,7 @@ from drydock.sandbox.snapshots import SnapshotStore
 from drydock.telemetry.langsmith import keep_untraced_bookkeeping_inline
 from drydock.threads import Inbox, Leases
 from drydock.worker.agent_runs import AgentRuns, RoleHooks, RunParts
+from drydock.worker.dead_letters import DeadLetterOffice
 from drydock.worker.thread_runner import ThreadRunner
 from drydock.worker.wake_consumer import WakeConsumer
 
@@ -127,6 +128,7 @@ async def agent_worker(
             runtime.bus,
             role,
             runner,
+            dead_letters=DeadLetterOffice(runtime.bus, runtime.redis, runtime.keys, outbound),
             concurrency=settings.worker.concurrency,
             heartbeat=settings.worker.heartbeat.total_seconds(),
             max_deliver=settings.nats.run_max_deliver,
