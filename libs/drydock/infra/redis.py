@@ -187,6 +187,11 @@ class Keys:
     def lease(self, thread_id: str) -> str:
         return f"{self.prefix}:lease:{{{thread_id}}}"
 
+    def leases_held(self) -> str:
+        """Threads whose lease is held, scored by when it expires (epoch ms) unless renewed: the
+        lease sweeper's index."""
+        return f"{self.prefix}:leases-held"
+
     def lease_fence(self, thread_id: str) -> str:
         return f"{self.prefix}:lease-fence:{{{thread_id}}}"
 
