@@ -61,3 +61,24 @@ class TestDeadLetters:
 
         assert (await admin.send("POST", "/api/v1/dead-letters/coder-404/retry")).status_code == 404
         assert (await admin.send("POST", "/api/v1/dead-letters/NOT VALID/retry")).status_code == 422
+
+
+class TestPage:
+    async def test_an_administrator_sees_them_and_retries_one_from_the_page(self, site: Site) -> None:
+        letter = await bury(site)
+        admin = await site.sign_in("root", admin=True)
+
+        page = await admin.get("/dead-letters")
+        assert page.status_code == 200, page.text
+        assert letter.thread_id in page.text
+        assert "RuntimeError: sandbox exploded" in page.text
+        answer = await admin.form(f"/dead-letters/{letter.id}/retry", {})
+
+        assert answer.status_code == 303, answer.text
+        assert await DeadLetters(site.runtime.redis, site.runtime.keys).all() == []
+        assert "No dead letters." in (await admin.get("/dead-letters")).text
+
+    async def test_it_is_403_for_others(self, site: Site) -> None:
+        ada = await site.sign_in("ada")
+
+        assert (await ada.get("/dead-letters")).status_code == 403
