@@ -72,8 +72,9 @@ class WakeConsumer:
     async def run(self) -> None:
         """Consume until cancelled; on cancellation hand every unfinished wake back."""
         subscription = await self._bus.js.pull_subscribe_bind(durable=self._durable, stream=self._stream)
-        # One replica of the role takes each advisory; it is core NATS, so a moment without any
-        # worker would miss it, and the wake then stays in the stream, unacknowledged.
+        # One replica of the role takes each advisory (core NATS, a queue group). The server sends
+        # it while serving a pull request, so the worker that pulls is listening: this
+        # subscription opens before the first pull and closes after the pull subscription.
         advisories = await self._bus.nc.subscribe(
             f"{MAX_DELIVERIES_ADVISORY}.{self._stream}.{self._durable}",
             queue=f"dead-letters-{self._durable}",
@@ -100,8 +101,6 @@ class WakeConsumer:
                     task.add_done_callback(self._finished(slots))
         finally:
             with contextlib.suppress(NatsError):
-                await advisories.unsubscribe()
-            with contextlib.suppress(NatsError):
                 await subscription.unsubscribe()
             if self.active:
                 # The server still holds our last pull request until it expires and would hand a
@@ -110,6 +109,8 @@ class WakeConsumer:
             for task in self.active:
                 task.cancel()
             await asyncio.gather(*self.active, return_exceptions=True)
+            with contextlib.suppress(NatsError):
+                await advisories.unsubscribe()
 
     def _finished(self, slots: asyncio.Semaphore) -> Callable[[asyncio.Task[None]], None]:
         def done(task: asyncio.Task[None]) -> None:
