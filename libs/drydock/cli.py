@@ -17,7 +17,7 @@ from nats.errors import Error as NatsError
 
 import drydock
 from drydock import services
-from drydock.bus import BusUnavailable, connect_nats, provision, topology
+from drydock.bus import BusUnavailable
 from drydock.bus.asyncapi import asyncapi_document
 from drydock.bus.permissions import nats_authorization, password_variables
 from drydock.config import ConfigError, Settings, load_settings, unknown_variables
@@ -33,6 +33,7 @@ log = structlog.get_logger(__name__)
 
 EXIT_CONFIG = 2
 EXIT_UNAVAILABLE = 1
+EXIT_STORE_LOST = 3
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,7 +41,14 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     dev = commands.add_parser("dev", help="run every service in one process, with embedded NATS and Valkey if unset")
     dev.add_argument("--fresh", action="store_true", help="start the embedded servers empty (remove .drydock/dev)")
-    commands.add_parser("provision", help="create or update the NATS streams and consumers, then exit")
+    provision = commands.add_parser(
+        "provision", help="create or update the NATS streams and consumers and the store epoch, then exit"
+    )
+    provision.add_argument(
+        "--accept-store-loss",
+        action="store_true",
+        help="adopt a store that lost its data (wiped or replaced): services become ready again",
+    )
     commands.add_parser(
         "nats-permissions", help="print the nats-server authorization block: one user per service, passwords from $ENV"
     )
@@ -77,24 +85,28 @@ class _ServeHelp(argparse.Action):
         parser.exit()
 
 
-async def provision_only(settings: Settings) -> None:
-    """Create or update every stream and consumer (as ``DRYDOCK_NATS_USER``, who may), then return."""
-    nc = await connect_nats(settings.nats, name="drydock-provision")
-    try:
-        await provision(nc.jetstream(timeout=10), topology(settings.nats, settings.snapshots))
-    except (NatsError, TimeoutError) as error:
-        who = settings.nats.user or "the URL's user"
-        raise BusUnavailable(f"cannot provision the streams as {who}: {describe(error)}") from None
-    finally:
-        await nc.close()
-    print("drydock provision: streams and consumers are up to date", flush=True)
-
-
 async def serve(settings: Settings, name: str) -> None:
     service = services.get(name)
     async with open_runtime(settings, name=name) as runtime:
         print(f"drydock {name}: {service.listens(runtime)}", flush=True)
         await run_service(service, runtime)
+
+
+async def provision_store(settings: Settings, *, accept_store_loss: bool) -> None:
+    """Create or update every stream and consumer and the store epoch (as ``DRYDOCK_NATS_USER``,
+    who may), then return; with ``accept_store_loss``, write a new store epoch."""
+    settings = settings.model_copy(update={"nats": settings.nats.model_copy(update={"provision": True})})
+    try:
+        async with open_runtime(settings, name="provision", accept_store_loss=accept_store_loss) as runtime:
+            assert runtime.store is not None
+            lost = await runtime.store.check()
+    except (NatsError, TimeoutError) as error:
+        who = settings.nats.user or "the URL's user"
+        raise BusUnavailable(f"cannot provision the streams as {who}: {describe(error)}") from None
+    done = f"streams and consumers are up to date; store epoch {runtime.store.expected}"
+    print(f"drydock provision: {lost or done}", flush=True)
+    if lost is not None:
+        raise SystemExit(EXIT_STORE_LOST)
 
 
 async def run_service(service: services.Service, runtime: Runtime) -> None:
@@ -173,12 +185,12 @@ def main(argv: list[str] | None = None) -> None:
     for name, closest in unknown_variables(os.environ):
         log.warning("unknown setting ignored" + (f"; did you mean {closest}?" if closest else ""), variable=name)
     try:
-        if args.command == "dev":
+        if args.command == "provision":
+            run_until_signalled(provision_store(settings, accept_store_loss=args.accept_store_loss))
+        elif args.command == "dev":
             from drydock.dev import run_dev
 
             run_until_signalled(run_dev(settings, fresh=args.fresh))
-        elif args.command == "provision":
-            run_until_signalled(provision_only(settings))
         else:
             run_until_signalled(serve(settings, args.service))
     except (ListenError, BusUnavailable, StoreUnavailable, EmbeddedServerError, BaseExceptionGroup) as error:

@@ -104,6 +104,11 @@ class RedisSettings(BaseModel):
         gt=timedelta(0),
         description="How long a caller waits for a free connection before the call fails.",
     )
+    accept_ephemeral: bool = Field(
+        default=False,
+        description="In production, start even when Redis neither appends (AOF) nor saves (RDB): "
+        "the operator accepts that a Redis restart loses every thread and setting.",
+    )
 
     @field_validator("url")
     @classmethod

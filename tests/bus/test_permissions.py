@@ -179,7 +179,10 @@ class TestAuthorizationBlock:
                     ("$JS.API.STREAM.CREATE", "$JS.API.STREAM.UPDATE", "$JS.API.STREAM.DELETE")
                 )
                 assert subject not in (">", "$JS.>", "$JS.API.>"), (user, subject)
-                if subject.startswith("$JS.API.STREAM.MSG.GET."):
+                if (
+                    subject.startswith("$JS.API.STREAM.MSG.GET.")
+                    and subject != "$JS.API.STREAM.MSG.GET.KV_drydock_store"
+                ):
                     assert user.endswith("-worker")
                     assert subject == "$JS.API.STREAM.MSG.GET.OBJ_drydock-snapshots"
 
@@ -245,7 +248,11 @@ async def drydock(*arguments: str, environment: dict[str, str], within: float = 
 class TestProvisionCommand:
     @pytest.mark.timeout(300)
     async def test_the_provisioner_provisions_and_a_service_user_may_not(self, infra: EmbeddedUrls) -> None:
-        base = {"DRYDOCK_NATS_URL": str(infra.nats_address), "DRYDOCK_LOG_LEVEL": "WARNING"}
+        base = {
+            "DRYDOCK_NATS_URL": str(infra.nats_address),
+            "DRYDOCK_REDIS_URL": str(infra.redis),
+            "DRYDOCK_LOG_LEVEL": "WARNING",
+        }
         as_provisioner = base | {
             "DRYDOCK_NATS_USER": PROVISIONER,
             "DRYDOCK_NATS_PASSWORD": infra.nats_passwords[PROVISIONER],
@@ -254,7 +261,8 @@ class TestProvisionCommand:
         (code, output), (refused, why) = await asyncio.gather(
             drydock("provision", environment=as_provisioner), drydock("provision", environment=as_ingress)
         )
-        assert (code, output.strip().splitlines()[-1]) == (0, "drydock provision: streams and consumers are up to date")
+        assert code == 0, output
+        assert output.strip().splitlines()[-1].startswith("drydock provision: streams and consumers are up to date")
         assert refused == 1
         assert "cannot provision the streams as ingress" in why
         assert "Traceback" not in why

@@ -15,6 +15,7 @@ The split (README, "The control plane"):
 - ``web`` serves the ingress and the dashboard in one process: both sets.
 - ``provisioner`` manages the streams and consumers (``drydock provision``, the embedded
   servers' tests): everything.
+- every user reads the store epoch's witness in its key-value bucket (``drydock.infra.store_epoch``).
 
 Every user receives replies only under its own inbox prefix (``_INBOX_<user>``), so none reads
 another's replies; none reaches the JetStream API of a stream it does not use.
@@ -38,6 +39,7 @@ from drydock.bus.streams import (
     run_consumer,
 )
 from drydock.config import SnapshotSettings
+from drydock.infra.store_epoch import BUCKET as STORE_EPOCH_BUCKET
 from drydock.roles import Role
 
 PROVISIONER = "provisioner"
@@ -58,7 +60,18 @@ def _union(*groups: Iterable[str]) -> tuple[str, ...]:
 
 
 def _user(user: str, publish: Iterable[str]) -> Permissions:
-    return Permissions(_union(publish), (f"{inbox_prefix(user)}.>",))
+    return Permissions(_union(publish, _store_epoch()), (f"{inbox_prefix(user)}.>",))
+
+
+def _store_epoch() -> tuple[str, ...]:
+    """Every service reads the store epoch's witness (and writes it for a new key prefix)."""
+    stream = f"KV_{STORE_EPOCH_BUCKET}"
+    return (
+        f"$KV.{STORE_EPOCH_BUCKET}.>",
+        f"{_API}.STREAM.INFO.{stream}",
+        f"{_API}.STREAM.MSG.GET.{stream}",
+        *_read_directly(stream),
+    )
 
 
 def _consume(stream: str, consumer: str) -> tuple[str, ...]:

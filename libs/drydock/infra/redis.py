@@ -192,6 +192,11 @@ class Keys:
     def lease(self, thread_id: str) -> str:
         return f"{self.prefix}:lease:{{{thread_id}}}"
 
+    def leases_held(self) -> str:
+        """Threads whose lease is held, scored by when it expires (epoch ms) unless renewed: the
+        lease sweeper's index."""
+        return f"{self.prefix}:leases-held"
+
     def lease_fence(self, thread_id: str) -> str:
         return f"{self.prefix}:lease-fence:{{{thread_id}}}"
 
@@ -239,6 +244,18 @@ class Keys:
     def sandbox_grants(self, thread_id: str, sandbox_id: str) -> str:
         """The digests of the grants issued to one sandbox, so a new grant supersedes the old."""
         return f"{self.prefix}:sandbox-grants:{{{thread_id}}}:{sandbox_id}"
+
+    def dead_letters(self) -> str:
+        """Wakes that used up their deliveries (id → JSON record), for the dashboard."""
+        return f"{self.prefix}:dead-letters"
+
+    def store_epoch(self) -> str:
+        """The store's epoch marker, written when the store is provisioned (:mod:`drydock.infra.store_epoch`)."""
+        return f"{self.prefix}:store-epoch"
+
+    def effect(self, thread_id: str, effect_id: str) -> str:
+        """An external write of the thread (claimed, then done with its result): the effects ledger."""
+        return f"{self.prefix}:effect:{{{thread_id}}}:{effect_id}"
 
     def delivery(self, channel: str, delivery_id: str) -> str:
         """A webhook delivery seen by the ingress (claimed, then done), for de-duplication."""
