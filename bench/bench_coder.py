@@ -26,7 +26,7 @@ from nats.aio.msg import Msg
 from bench.harness import Figures, report
 from drydock.bus import EventType, RunEvent
 from drydock.bus.subjects import EVENT
-from drydock.models import DrydockChatOpenAI
+from drydock.chat_openai import DrydockChatOpenAI
 from drydock.threads import ids
 from tests.e2e.pipeline import ORG, Stage, pipeline, sandbox_processes
 from tests.e2e.test_github_issue import mention

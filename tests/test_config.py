@@ -31,6 +31,21 @@ class TestLoadSettings:
         assert settings.lease.ttl == timedelta(seconds=45)
         assert settings.log_format is LogFormat.JSON
 
+    def test_data_store_credentials_are_read_and_masked(self, env: pytest.MonkeyPatch) -> None:
+        env.setenv("DRYDOCK_NATS_USER", "coder-worker")
+        env.setenv("DRYDOCK_NATS_PASSWORD", "nats-pw-7e1c")
+        env.setenv("DRYDOCK_NATS_PROVISION", "false")
+        env.setenv("DRYDOCK_REDIS_USERNAME", "drydock")
+        env.setenv("DRYDOCK_REDIS_PASSWORD", "redis-pw-7e1c")
+        settings = load_settings()
+        assert settings.nats.user == "coder-worker"
+        assert settings.nats.password is not None
+        assert settings.nats.password.get_secret_value() == "nats-pw-7e1c"
+        assert settings.nats.provision is False
+        assert settings.redis.username == "drydock"
+        assert "pw-7e1c" not in repr(settings)
+        assert "pw-7e1c" not in str(settings.model_dump())
+
     @pytest.mark.parametrize(
         ("variable", "value", "problem"),
         [
@@ -40,6 +55,7 @@ class TestLoadSettings:
             ("DRYDOCK_LOG_LEVEL", "LOUD", "is not one of"),
             ("DRYDOCK_ENVIRONMENT", "staging", "development"),
             ("DRYDOCK_HTTP_PORT", "eighty", "valid integer"),
+            ("DRYDOCK_NATS_USER", "coder worker", "should match pattern"),
         ],
     )
     def test_invalid_values_name_the_variable_and_the_problem(

@@ -15,6 +15,7 @@ import pytest
 from redis.asyncio import Redis
 
 from drydock.config import SandboxSettings
+from drydock.dev import dev_data_dir, prepare_dev_data_dir
 from drydock.infra.embedded import free_port
 from drydock.infra.redis import Keys
 from drydock.sandbox.providers.local import DIRECTORY_LABEL, PID_LABEL, LocalProvider
@@ -39,6 +40,7 @@ class TestDev:
             "drydock",
             "dev",
             env=environment,
+            cwd=tmp_path,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
         )
@@ -59,7 +61,9 @@ class TestDev:
             redis_port = re.search(r"Redis redis://127\.0\.0\.1:(\d+) \(embedded\)", text)
             assert nats_port
             assert redis_port
-            assert f"web: http://127.0.0.1:{port}" in text
+            assert f"web: http://127.0.0.1:{port} (NATS user web)" in text
+            assert "(NATS user coder-worker)" in text
+            assert (dev_data_dir(tmp_path) / "jetstream").is_dir()
             pids = [
                 pid for cmd, pid in server_pids().items() if f"-p {nats_port[1]}" in cmd or f":{redis_port[1]}" in cmd
             ]
@@ -96,3 +100,17 @@ class TestDev:
             if process.returncode is None:
                 process.kill()
                 await process.wait()
+
+
+class TestDevDataDir:
+    def test_is_kept_unless_fresh(self, tmp_path: Path) -> None:
+        directory = prepare_dev_data_dir(fresh=False, root=tmp_path)
+        (directory / "appendonlydir").mkdir()
+        assert prepare_dev_data_dir(fresh=False, root=tmp_path) == directory
+        assert (directory / "appendonlydir").is_dir()
+        assert prepare_dev_data_dir(fresh=True, root=tmp_path) == directory
+        assert list(directory.iterdir()) == []
+
+    def test_is_git_ignored(self) -> None:
+        ignored = (Path(__file__).parent.parent / ".gitignore").read_text().splitlines()
+        assert ".drydock/" in ignored

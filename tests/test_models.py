@@ -10,7 +10,7 @@ from langchain_core.tools import StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, SecretStr
 
-import drydock.models as module
+import drydock.chat_openai as module
 from drydock.config import ConfigError, ModelSettings, load_settings
 from drydock.models import (
     BUILTIN_MODELS,

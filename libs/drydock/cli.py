@@ -1,4 +1,5 @@
-"""The ``drydock`` command: ``dev``, ``serve SERVICE``, ``config check``, ``version``, ``asyncapi``."""
+"""The ``drydock`` command: ``dev``, ``serve SERVICE``, ``config check``, ``provision``, ``version``,
+``asyncapi``, ``nats-permissions``."""
 
 from __future__ import annotations
 
@@ -12,13 +13,16 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import structlog
+from nats.errors import Error as NatsError
 
 import drydock
 from drydock import services
 from drydock.bus import BusUnavailable
 from drydock.bus.asyncapi import asyncapi_document
+from drydock.bus.permissions import nats_authorization, password_variables
 from drydock.config import ConfigError, Settings, load_settings, unknown_variables
 from drydock.configuration_report import configuration_report
+from drydock.errors import describe
 from drydock.http import ListenError, run_with_health
 from drydock.infra.embedded import EmbeddedServerError
 from drydock.infra.redis import StoreUnavailable
@@ -29,12 +33,25 @@ log = structlog.get_logger(__name__)
 
 EXIT_CONFIG = 2
 EXIT_UNAVAILABLE = 1
+EXIT_STORE_LOST = 3
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="drydock", description="Self-hosted coding agents.")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("dev", help="run every service in one process, with embedded NATS and Valkey if unset")
+    dev = commands.add_parser("dev", help="run every service in one process, with embedded NATS and Valkey if unset")
+    dev.add_argument("--fresh", action="store_true", help="start the embedded servers empty (remove .drydock/dev)")
+    provision = commands.add_parser(
+        "provision", help="create or update the NATS streams and consumers and the store epoch, then exit"
+    )
+    provision.add_argument(
+        "--accept-store-loss",
+        action="store_true",
+        help="adopt a store that lost its data (wiped or replaced): services become ready again",
+    )
+    commands.add_parser(
+        "nats-permissions", help="print the nats-server authorization block: one user per service, passwords from $ENV"
+    )
     serve = commands.add_parser(
         "serve",
         help="run one service",
@@ -73,6 +90,23 @@ async def serve(settings: Settings, name: str) -> None:
     async with open_runtime(settings, name=name) as runtime:
         print(f"drydock {name}: {service.listens(runtime)}", flush=True)
         await run_service(service, runtime)
+
+
+async def provision_store(settings: Settings, *, accept_store_loss: bool) -> None:
+    """Create or update every stream and consumer and the store epoch (as ``DRYDOCK_NATS_USER``,
+    who may), then return; with ``accept_store_loss``, write a new store epoch."""
+    settings = settings.model_copy(update={"nats": settings.nats.model_copy(update={"provision": True})})
+    try:
+        async with open_runtime(settings, name="provision", accept_store_loss=accept_store_loss) as runtime:
+            assert runtime.store is not None
+            lost = await runtime.store.check()
+    except (NatsError, TimeoutError) as error:
+        who = settings.nats.user or "the URL's user"
+        raise BusUnavailable(f"cannot provision the streams as {who}: {describe(error)}") from None
+    done = f"streams and consumers are up to date; store epoch {runtime.store.expected}"
+    print(f"drydock provision: {lost or done}", flush=True)
+    if lost is not None:
+        raise SystemExit(EXIT_STORE_LOST)
 
 
 async def run_service(service: services.Service, runtime: Runtime) -> None:
@@ -116,11 +150,12 @@ def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 def _check(settings: Settings, args: argparse.Namespace) -> None:
     """Run the settings checks of every service about to start, before anything starts."""
-    chosen = (
-        [service for service in services.available().values() if service.in_dev]
-        if args.command == "dev"
-        else [services.get(args.service)]
-    )
+    if args.command == "dev":
+        chosen = [service for service in services.available().values() if service.in_dev]
+    elif args.command == "serve":
+        chosen = [services.get(args.service)]
+    else:
+        return
     for service in chosen:
         if service.check is not None:
             service.check(settings)
@@ -133,6 +168,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.command == "asyncapi":
         print(json.dumps(asyncapi_document(), indent=2))
+        return
+    if args.command == "nats-permissions":
+        print(nats_authorization(password_variables()), end="")
         return
     try:
         settings = load_settings()
@@ -147,10 +185,12 @@ def main(argv: list[str] | None = None) -> None:
     for name, closest in unknown_variables(os.environ):
         log.warning("unknown setting ignored" + (f"; did you mean {closest}?" if closest else ""), variable=name)
     try:
-        if args.command == "dev":
+        if args.command == "provision":
+            run_until_signalled(provision_store(settings, accept_store_loss=args.accept_store_loss))
+        elif args.command == "dev":
             from drydock.dev import run_dev
 
-            run_until_signalled(run_dev(settings))
+            run_until_signalled(run_dev(settings, fresh=args.fresh))
         else:
             run_until_signalled(serve(settings, args.service))
     except (ListenError, BusUnavailable, StoreUnavailable, EmbeddedServerError, BaseExceptionGroup) as error:

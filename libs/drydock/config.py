@@ -59,6 +59,18 @@ class NatsSettings(BaseModel):
         default=timedelta(hours=24),
         description="How long JetStream remembers a Nats-Msg-Id to drop redeliveries.",
     )
+    user: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9_-]+$",
+        description="This service's NATS user; its replies come to `_INBOX_<user>.>`, as the "
+        "permissions `drydock nats-permissions` prints allow.",
+    )
+    password: SecretStr | None = None
+    provision: bool = Field(
+        default=True,
+        description="Create or update the streams and consumers at start-up. Off for a service "
+        "whose NATS user may not manage streams (`drydock provision` does it first).",
+    )
     replicas: int = Field(default=1, ge=1, le=5)
     run_ack_wait: Duration = Field(default=timedelta(seconds=60))
     run_max_deliver: int = Field(default=10, ge=1)
@@ -79,6 +91,8 @@ class RedisSettings(BaseModel):
         default=None,
         description="Redis or Valkey URL. Unset: `drydock dev` starts an embedded Valkey.",
     )
+    username: str | None = Field(default=None, description="ACL user; unset: the URL's or `default`.")
+    password: SecretStr | None = None
     key_prefix: str = Field(default="drydock", min_length=1)
     max_connections: int = Field(
         default=200,
@@ -89,6 +103,11 @@ class RedisSettings(BaseModel):
         default=timedelta(seconds=10),
         gt=timedelta(0),
         description="How long a caller waits for a free connection before the call fails.",
+    )
+    accept_ephemeral: bool = Field(
+        default=False,
+        description="In production, start even when Redis neither appends (AOF) nor saves (RDB): "
+        "the operator accepts that a Redis restart loses every thread and setting.",
     )
 
     @field_validator("url")

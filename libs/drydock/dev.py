@@ -1,7 +1,10 @@
 """``drydock dev``: the full environment in one process.
 
-NATS and Valkey are embedded when ``DRYDOCK_NATS_URL`` / ``DRYDOCK_REDIS_URL`` are unset;
-every registered service that runs in development is started on the shared runtime. When it
+NATS and Valkey are embedded when ``DRYDOCK_NATS_URL`` / ``DRYDOCK_REDIS_URL`` are unset. They
+keep their data in :func:`dev_data_dir`, so a restart keeps settings and threads; ``--fresh``
+starts empty. Every registered service that runs in development is started with a runtime of
+its own: with embedded NATS each connects as its own user, with the permissions of
+:mod:`drydock.bus.permissions`; the streams are provisioned first, as the provisioner. When it
 exits (Ctrl-C, SIGTERM) it deletes the local sandboxes of its root: their daemons outlive the
 process that started them, as pods would, and nothing else would stop them.
 """
@@ -10,17 +13,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import sys
+from pathlib import Path
 
+import structlog
+from pydantic import SecretStr
 from redis.exceptions import RedisError
 
 from drydock import services
+from drydock.bus.permissions import PROVISIONER
 from drydock.config import Settings
-from drydock.errors import describe
-from drydock.infra.embedded import embedded_infrastructure
+from drydock.errors import describe, without_password
+from drydock.infra.embedded import EmbeddedUrls, embedded_infrastructure
 from drydock.runtime import Runtime, open_runtime
 from drydock.sandbox.providers.local import LocalProvider
 from drydock.sandbox.records import SandboxRecords
+
+log = structlog.get_logger(__name__)
+
+DEV_DATA_DIR = Path(".drydock") / "dev"
+"""Relative to the directory ``drydock dev`` starts in (the project's; git-ignored)."""
 
 
 async def stop_sandboxes(runtime: Runtime) -> None:
@@ -41,25 +54,74 @@ async def stop_sandboxes(runtime: Runtime) -> None:
         print(f"drydock dev: stopped {len(handles)} sandbox(es)", file=sys.stderr, flush=True)
 
 
-async def run_dev(settings: Settings) -> None:
+def dev_data_dir(root: Path | None = None) -> Path:
+    """Where ``drydock dev`` keeps its embedded data: the Valkey append-only file, the JetStream store."""
+    return (root or Path.cwd()) / DEV_DATA_DIR
+
+
+def prepare_dev_data_dir(*, fresh: bool, root: Path | None = None) -> Path:
+    """The data directory, emptied first when ``fresh``."""
+    directory = dev_data_dir(root)
+    if fresh and directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def _service_settings(settings: Settings, urls: EmbeddedUrls | None, name: str) -> Settings:
+    """``settings`` for service ``name``: on embedded NATS, its own user, which may not provision."""
+    if urls is None or urls.nats_address is None or name not in urls.nats_passwords or name == PROVISIONER:
+        return settings
+    nats = settings.nats.model_copy(
+        update={
+            "url": urls.nats_address,
+            "user": name,
+            "password": SecretStr(urls.nats_passwords[name]),
+            "provision": False,
+        }
+    )
+    return settings.model_copy(update={"nats": nats})
+
+
+async def run_dev(settings: Settings, *, fresh: bool = False) -> None:
     need_nats, need_redis = settings.nats.url is None, settings.redis.url is None
     async with contextlib.AsyncExitStack() as stack:
+        urls: EmbeddedUrls | None = None
         if need_nats or need_redis:
-            urls = await stack.enter_async_context(embedded_infrastructure(nats=need_nats, redis=need_redis))
+            workdir = prepare_dev_data_dir(fresh=fresh)
+            print(f"drydock dev: data in {workdir}{' (fresh)' if fresh else ''}", flush=True)
+            urls = await stack.enter_async_context(
+                embedded_infrastructure(nats=need_nats, redis=need_redis, workdir=workdir)
+            )
             settings = settings.model_copy(
                 update={
                     "nats": settings.nats.model_copy(update={"url": settings.nats.url or urls.nats}),
                     "redis": settings.redis.model_copy(update={"url": settings.redis.url or urls.redis}),
                 }
             )
-        print(f"drydock dev: NATS {settings.nats.url}{' (embedded)' if need_nats else ''}", flush=True)
-        print(f"drydock dev: Redis {settings.redis.url}{' (embedded)' if need_redis else ''}", flush=True)
-        runtime = await stack.enter_async_context(open_runtime(settings, name="dev"))
-        # Runs once the services have stopped, before the runtime closes.
-        stack.push_async_callback(stop_sandboxes, runtime)
+        for what, shown, embedded in (
+            ("NATS", urls.nats_address if urls and need_nats else settings.nats.url, need_nats),
+            ("Redis", urls.redis_address if urls and need_redis else settings.redis.url, need_redis),
+        ):
+            print(f"drydock dev: {what} {without_password(shown or '')}{' (embedded)' if embedded else ''}", flush=True)
+        # Provisions the streams; services with users of their own then do not.
+        shared = await stack.enter_async_context(open_runtime(settings, name="dev"))
+        # Runs once the services have stopped, before the shared runtime closes.
+        stack.push_async_callback(stop_sandboxes, shared)
         to_run = [service for service in services.available().values() if service.in_dev]
+        runtimes: dict[str, Runtime] = {}
+        for service in to_run:
+            own = _service_settings(settings, urls if need_nats else None, service.name)
+            if own is settings:
+                runtimes[service.name] = shared
+                if need_nats:
+                    log.warning("service has no NATS user of its own; it runs as the provisioner", service=service.name)
+            else:
+                runtimes[service.name] = await stack.enter_async_context(open_runtime(own, name=service.name))
         async with asyncio.TaskGroup() as group:
             for service in to_run:
-                print(f"drydock dev: {service.name}: {service.listens(runtime)}", flush=True)
+                runtime = runtimes[service.name]
+                user = runtime.settings.nats.user or "as configured"
+                print(f"drydock dev: {service.name}: {service.listens(runtime)} (NATS user {user})", flush=True)
                 group.create_task(service.run(runtime), name=service.name)
             print("drydock dev: ready; Ctrl-C stops everything", file=sys.stderr, flush=True)

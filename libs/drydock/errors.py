@@ -7,3 +7,17 @@ def describe(error: BaseException) -> str:
     """The error's message, or its type's name when it has none (httpx's timeouts, asyncio's
     ``TimeoutError``), so that a log line never ends in an empty reason."""
     return str(error) or type(error).__name__
+
+
+def without_password(urls: str) -> str:
+    """``urls`` (comma-separated) with each password replaced by ``***``, for messages and logs."""
+    return ",".join(_redacted(url) for url in urls.split(","))
+
+
+def _redacted(url: str) -> str:
+    scheme, separator, rest = url.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    if not separator or not at or ":" not in userinfo:
+        return url
+    user = userinfo.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}"

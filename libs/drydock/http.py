@@ -37,6 +37,12 @@ async def readiness(runtime: Runtime) -> dict[str, str]:
         checks["redis"] = "ok"
     except (RedisError, OSError, TimeoutError) as error:
         checks["redis"] = f"unreachable: {describe(error)}"
+    if checks["redis"] == "ok" and runtime.store is not None:
+        try:
+            lost = await asyncio.wait_for(runtime.store.check(), 1.0)
+            checks["store"] = "ok" if lost is None else lost
+        except (RedisError, OSError, TimeoutError) as error:
+            checks["store"] = f"unreadable: {describe(error)}"
     return checks
 
 

@@ -21,16 +21,10 @@ checks the layers of one run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import AIMessage
-from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
-from langchain_openai import ChatOpenAI
-from langchain_openai.chat_models.base import _TOOL_EXTRAS_PASSTHROUGH
 from pydantic import SecretStr
 
 from drydock.config import ModelSettings
@@ -47,9 +41,11 @@ from drydock.model_catalog import (
     _effort,
 )
 
+if TYPE_CHECKING:
+    from drydock.chat_openai import DrydockChatOpenAI
+
 __all__ = [
     "BUILTIN_MODELS",
-    "DrydockChatOpenAI",
     "Layer",
     "ModelCatalog",
     "ModelChoice",
@@ -63,69 +59,10 @@ __all__ = [
 ]
 
 
-class DrydockChatOpenAI(ChatOpenAI):
-    """``ChatOpenAI`` that sends the conversation and the tools through ``extra_body``.
-
-    The OpenAI SDK walks every request body against its typed parameter definitions before
-    sending it; for an agent's growing conversation that walk was 40 % of a step's CPU time here
-    (``bench/bench_coder.py``), and it changes nothing in Chat Completions bodies. Keys in
-    ``extra_body`` are merged into the JSON as given, so the request on the wire is the same.
-    Requests with a ``response_format`` keep the SDK's path: its parsing reads the tools.
-    """
-
-    def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict[str, Any]:
-        payload = super()._get_request_payload(input_, stop=stop, **kwargs)
-        if "messages" not in payload or "response_format" in payload:
-            return payload
-        moved = {key: payload.pop(key) for key in ("messages", "tools") if key in payload}
-        payload["messages"] = []
-        payload["extra_body"] = {**(payload.get("extra_body") or {}), **moved}
-        return payload
-
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        strict: bool | None = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        """``ChatOpenAI.bind_tools`` with each tool's schema converted once per process.
-
-        The agent binds its tools again before every model call, and converting a tool to its
-        JSON schema (through pydantic) was about a tenth of a step's orchestration time.
-        Converted tools are dicts in the API's format, which ``bind_tools`` passes through.
-        """
-        if kwargs.get("response_format") is not None:
-            # With a response format the strictness is decided inside; keep that path whole.
-            return super().bind_tools(tools, strict=strict, **kwargs)
-        return super().bind_tools([_openai_tool(tool, strict) for tool in tools], strict=strict, **kwargs)
-
-
-_TOOL_SCHEMAS: dict[Hashable, tuple[Any, dict[str, Any]]] = {}
-_TOOL_SCHEMAS_BOUND = 4096
-
-
 def tool_identity(tool: BaseTool) -> Hashable:
     """What a tool's schema depends on. Each run builds its tools anew, but over the same
     argument schema objects, so the tool's own identity would never match."""
     return (type(tool), tool.name, tool.description, id(tool.args_schema), repr(tool.extras))
-
-
-def _openai_tool(tool: Any, strict: bool | None) -> Any:
-    if not isinstance(tool, BaseTool):
-        return tool
-    key = (tool_identity(tool), strict)
-    known = _TOOL_SCHEMAS.get(key)
-    if known is None:
-        if len(_TOOL_SCHEMAS) >= _TOOL_SCHEMAS_BOUND:
-            _TOOL_SCHEMAS.clear()
-        formatted = convert_to_openai_tool(tool, strict=strict)
-        for extra in _TOOL_EXTRAS_PASSTHROUGH:
-            if isinstance(tool.extras, dict) and extra in tool.extras:
-                formatted[extra] = tool.extras[extra]
-        # The schema object is kept so that its id, part of the key, is not reused.
-        known = _TOOL_SCHEMAS[key] = (tool.args_schema, formatted)
-    return known[1]
 
 
 class Models:
@@ -220,4 +157,6 @@ class Models:
                 "OpenAI-compatible endpoint"
             )
         api_key = self.settings.api_key or SecretStr("not-needed")
+        from drydock.chat_openai import DrydockChatOpenAI
+
         return DrydockChatOpenAI(api_key=api_key, **self.provider_arguments(model))

@@ -11,7 +11,9 @@ from redis.asyncio import Redis
 
 from drydock.bus import Bus, connect_nats, provision, topology
 from drydock.config import Settings
+from drydock.infra.persistence import require_persistence
 from drydock.infra.redis import Keys, connect_redis
+from drydock.infra.store_epoch import StoreEpoch, establish
 
 
 @dataclass(frozen=True)
@@ -21,22 +23,30 @@ class Runtime:
     bus: Bus
     redis: Redis
     keys: Keys
+    store: StoreEpoch | None = None
+    """The store epoch this process expects; set by :func:`open_runtime`."""
 
 
 @contextlib.asynccontextmanager
-async def open_runtime(settings: Settings, *, name: str) -> AsyncIterator[Runtime]:
-    """Connect to NATS and Redis, provision the streams, and close both on exit.
+async def open_runtime(settings: Settings, *, name: str, accept_store_loss: bool = False) -> AsyncIterator[Runtime]:
+    """Connect to NATS and Redis, provision the streams (unless ``DRYDOCK_NATS_PROVISION`` is
+    off) and the store epoch, and close both on exit.
 
     Raises :class:`drydock.bus.BusUnavailable` or :class:`drydock.infra.redis.StoreUnavailable`
-    naming the server that cannot be reached.
+    naming the server that cannot be reached, or that does not persist in production.
+    ``accept_store_loss`` adopts a store that lost its data (see :mod:`drydock.infra.store_epoch`).
     """
     nc = await connect_nats(settings.nats, name=f"drydock-{name}")
     try:
         redis = await connect_redis(settings.redis)
         try:
+            await require_persistence(redis, settings)
             bus = Bus(nc)
-            await provision(bus.js, topology(settings.nats, settings.snapshots))
-            yield Runtime(settings, nc, bus, redis, Keys(settings.redis.key_prefix))
+            if settings.nats.provision:
+                await provision(bus.js, topology(settings.nats, settings.snapshots))
+            keys = Keys(settings.redis.key_prefix)
+            store = await establish(bus.js, redis, keys, accept_loss=accept_store_loss)
+            yield Runtime(settings, nc, bus, redis, keys, store)
         finally:
             await redis.aclose()
     finally:

@@ -131,10 +131,13 @@ class Wakeups:
         self._schedule = redis.register_script(_SCHEDULE)
         self._claim = redis.register_script(_CLAIM)
 
-    async def schedule(self, thread_id: str, role: Role, due_at: datetime, note: str) -> str:
-        """Wake ``thread_id``'s ``role`` at ``due_at`` with ``note``; returns the wake-up's id.
-        Raises :class:`TooManyWakeups` when the thread has ``max_pending`` already."""
-        wakeup = Wakeup(uuid.uuid4().hex, thread_id, role, _aware(due_at), note, datetime.now(UTC))
+    async def schedule(
+        self, thread_id: str, role: Role, due_at: datetime, note: str, *, wakeup_id: str | None = None
+    ) -> str:
+        """Wake ``thread_id``'s ``role`` at ``due_at`` with ``note``; returns the wake-up's id
+        (``wakeup_id`` when given, else a new one). Raises :class:`TooManyWakeups` when the
+        thread has ``max_pending`` already."""
+        wakeup = Wakeup(wakeup_id or uuid.uuid4().hex, thread_id, role, _aware(due_at), note, datetime.now(UTC))
         scheduled = await self._schedule(
             keys=[self._keys.wakeups_due(), self._keys.wakeup_entries(), self._keys.thread_wakeups(thread_id)],
             args=[wakeup.id, repr(wakeup.due_at.timestamp()), wakeup.to_json(), self._max_pending],

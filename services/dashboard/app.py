@@ -9,6 +9,7 @@ from drydock.http import create_app, serve
 from drydock.runtime import Runtime
 from services.dashboard.auth import endpoints as auth
 from services.dashboard.context import Dashboard
+from services.dashboard.dead_letters import endpoints as dead_letters
 from services.dashboard.pages import endpoints as pages
 from services.dashboard.pages.rendering import Pages
 from services.dashboard.profiles import endpoints as profiles
@@ -28,6 +29,7 @@ def build(dashboard: Dashboard) -> APIRouter:
         *auth.routers(dashboard, rendering),
         profiles.router(dashboard),
         team.router(dashboard),
+        dead_letters.router(dashboard),
         repositories.router(dashboard),
         review_styles.router(dashboard),
         threads.router(dashboard, thread_service),

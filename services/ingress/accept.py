@@ -138,6 +138,17 @@ class Ingress:
             lookup = await batch.execute(channel, delivery.delivery_id)
         except (RedisError, OSError) as error:
             raise Unavailable(f"store: {describe(error)}") from None
+        store = self.runtime.store
+        if store is not None and lookup.store_epoch != store.expected:
+            lost = await store.confirm(lookup.store_epoch)
+        else:
+            lost = None
+        if lost is not None:
+            # Nothing read from a wiped store may decide: "not authorized" from lost settings
+            # would be a 2xx the code host never retries.
+            if lookup.claim is ClaimResult.CLAIMED:
+                await self._release(channel, delivery.delivery_id)
+            raise Unavailable(lost)
         if lookup.claim is ClaimResult.DUPLICATE:
             return Accepted(200, {"status": "duplicate", "delivery": delivery.delivery_id}, "duplicate")
         if lookup.claim is ClaimResult.IN_PROGRESS:

@@ -31,6 +31,8 @@ class Lookup:
     """What routing knows about a delivery's world; absent entries were not asked for."""
 
     claim: ClaimResult = ClaimResult.CLAIMED
+    store_epoch: str | None = None
+    """The store's epoch marker, to tell a wiped store from one without the records asked for."""
     team: TeamDefaults = field(default_factory=TeamDefaults)
     users: dict[tuple[Provider, str], str | None] = field(default_factory=dict)
     repositories: dict[str, RepositorySettings | None] = field(default_factory=dict)
@@ -134,10 +136,11 @@ class LookupBatch:
         batch = Batch(self._batches)
         self._deliveries.queue_claim(batch, channel, delivery_id)
         self._accounts.queue_team(batch)
+        batch.get(self._keys.store_epoch())
         for queue, _ in self._steps:
             queue(batch)
         replies = await batch.execute()
-        lookup = Lookup(claim=claim_result(replies[0]), team=_team(replies[1]))
-        for (_, store), reply in zip(self._steps, replies[2:], strict=True):
+        lookup = Lookup(claim=claim_result(replies[0]), team=_team(replies[1]), store_epoch=replies[2])
+        for (_, store), reply in zip(self._steps, replies[3:], strict=True):
             store(lookup, reply)
         return lookup

@@ -98,13 +98,14 @@ class TestDeployments:
         assert set(deployments) == enabled
         for name, deployment in deployments.items():
             for container in containers(deployment):
-                assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}, name
-                assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}, name
                 assert {"cpu", "memory"} <= set(container["resources"]["limits"]), name
                 assert {"cpu", "memory"} <= set(container["resources"]["requests"]), name
-                assert container["args"][:2] == ["serve", name]
                 assert container["securityContext"]["readOnlyRootFilesystem"] is True
                 assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+            (main,) = deployment["spec"]["template"]["spec"]["containers"]
+            assert main["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}, name
+            assert main["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}, name
+            assert main["args"][:2] == ["serve", name]
             assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
 
     def test_a_disabled_service_has_no_objects(self, render: Render) -> None:

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import httpx
 from cryptography.fernet import Fernet
+from pydantic import SecretStr
 
 from drydock.accounts import AccountsStore, RepositorySettings, TeamDefaults
 from drydock.bus import RunEvent, subjects
@@ -127,6 +128,8 @@ class Stage:
     root: Path
     processes: list[asyncio.subprocess.Process] = field(default_factory=list)
     dashboard_url: str | None = None
+    worker_nats: dict[str, str] = field(default_factory=dict, repr=False)
+    """The environment that gives a worker process the coder worker's NATS user."""
     """Where the dashboard listens, when the pipeline was started with ``dashboard=True``."""
 
     @property
@@ -171,6 +174,7 @@ class Stage:
         """``drydock serve coder-worker`` as a separate process on this pipeline."""
         environment = {key: value for key, value in os.environ.items() if not key.startswith("DRYDOCK_")}
         environment |= settings_environment(self.overrides) | {"DRYDOCK_HTTP_HEALTH_LISTENER": "false"}
+        environment |= self.worker_nats
         log = (self.root / f"{name}.log").open("wb")
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "drydock", "serve", "coder-worker", env=environment, stdout=log, stderr=log
@@ -250,10 +254,38 @@ async def pipeline(
             overrides[name] = {**overrides.get(name, {}), **values}
         settings = load_settings(**overrides)
         runtime = await stack.enter_async_context(open_runtime(settings, name="e2e"))
+        connections: dict[str, Runtime] = {}
+
+        async def no_permission_was_missing() -> None:
+            for name, connection in connections.items():
+                error = str(connection.nats.last_error or "")
+                if "permissions violation" in error.lower():
+                    raise AssertionError(f"NATS user {name} lacks a permission it used: {error}")
+
+        # Registered before the connections open, so it runs after every service stopped.
+        stack.push_async_callback(no_permission_was_missing)
+
+        async def as_service(name: str) -> Runtime:
+            """``runtime`` on a NATS connection of the service's own user, with its permissions."""
+            if name not in connections:
+                own = settings.nats.model_copy(
+                    update={
+                        "url": urls.nats_address,
+                        "user": name,
+                        "password": SecretStr(urls.nats_passwords[name]),
+                        "provision": False,
+                    }
+                )
+                connections[name] = await stack.enter_async_context(
+                    open_runtime(settings.model_copy(update={"nats": own}), name=name)
+                )
+            own_nats = connections[name].settings.nats
+            return replace(connections[name], settings=runtime.settings.model_copy(update={"nats": own_nats}))
+
         # Runs after the workers have stopped: local sandbox daemons outlive the process that
         # started them (a worker crash must not lose a sandbox), so the stage stops them.
         stack.push_async_callback(_delete_sandboxes, runtime)
-        listening = await stack.enter_async_context(serving(runtime))
+        listening = await stack.enter_async_context(serving(await as_service("credential-proxy")))
         overrides["proxy"] |= {"url": listening.url, "egress_url": listening.egress_url}
         settings = load_settings(**overrides)
         runtime = replace(runtime, settings=settings)
@@ -261,28 +293,37 @@ async def pipeline(
         await accounts.save_team(TeamDefaults(allowed_organizations=(ORG,), default_repository=REPOSITORY))
         await accounts.save_repository(RepositorySettings(full_name=REPOSITORY, reviewer=False))
 
-        ingress = Ingress.from_runtime(runtime)
+        ingress_runtime = await as_service("ingress")
+        ingress = Ingress.from_runtime(ingress_runtime)
         stack.push_async_callback(ingress.aclose)
         server = await stack.enter_async_context(
-            LoopbackServer(create_app("ingress", runtime, [lambda _: webhook_router(ingress)]), lifespan=True)
+            LoopbackServer(create_app("ingress", ingress_runtime, [lambda _: webhook_router(ingress)]), lifespan=True)
         )
         client = await stack.enter_async_context(httpx.AsyncClient(base_url=server.base_url, timeout=30))
         stage = Stage(settings, overrides, runtime, github, app, installation, git, slack, linear, model, client, root)
+        stage.worker_nats = {
+            "DRYDOCK_NATS_URL": str(urls.nats_address),
+            "DRYDOCK_NATS_USER": "coder-worker",
+            "DRYDOCK_NATS_PASSWORD": urls.nats_passwords["coder-worker"],
+            "DRYDOCK_NATS_PROVISION": "false",
+        }
         stack.push_async_callback(_stop_processes, stage)
         if dashboard:
-            stage.dashboard_url = await stack.enter_async_context(serving_dashboard(runtime))
+            stage.dashboard_url = await stack.enter_async_context(serving_dashboard(await as_service("dashboard")))
         if in_process_worker:
             outbound = Outbound.from_settings(settings)
             stack.push_async_callback(outbound.aclose)
             for role in roles:
                 tools, hooks = WORKERS[role]
                 worker = await stack.enter_async_context(
-                    agent_worker(runtime, role, tools, outbound=outbound, hooks=hooks)
+                    agent_worker(await as_service(f"{role.value}-worker"), role, tools, outbound=outbound, hooks=hooks)
                 )
                 task = asyncio.create_task(worker.run(), name=f"{role.value}-worker")
                 stack.push_async_callback(_cancel, task)
         if autofix_controller:
-            controller = await stack.enter_async_context(controller_service(runtime, owner="e2e-autofix"))
+            controller = await stack.enter_async_context(
+                controller_service(await as_service("autofix-controller"), owner="e2e-autofix")
+            )
             stack.push_async_callback(_cancel, asyncio.create_task(controller.run(), name="autofix-controller"))
         yield stage
 

@@ -201,7 +201,7 @@ class TestAutofix:
             assert "(0.3 is recorded)" in push_output
             assert await upstream(stage, "rev-parse", BRANCH) == broken
             comments = activity_of(stage.github.state).comments_on(REPOSITORY, PULL)
-            assert [comment.body for comment in comments] == [EXPLANATION]
+            assert [comment.rendered for comment in comments] == [EXPLANATION]
             denials = await thread_events(stage, thread_id, EventType.PROXY_DENIED)
             assert {event.data["reason"] for event in denials} == {"confidence"}
             await eventually(lambda: repair_ended(stage, thread_id), what="the repair to end with its run")

@@ -98,7 +98,7 @@ class TestMentionToPullRequest:
             assert "return a + b" in fixed
 
             comments = activity_of(stage.github.state).comments_on(REPOSITORY, ISSUE)
-            assert [c.body for c in comments if c.login != MEMBER] == ["I fixed `add()` and opened a pull request."]
+            assert [c.rendered for c in comments if c.login != MEMBER] == ["I fixed `add()` and opened a pull request."]
             assert activity_of(stage.github.state).reactions_to(f"issue_comment:{comments[0].id}")
 
             # The tests ran in the sandbox and passed; the model saw their output.

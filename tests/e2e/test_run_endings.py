@@ -22,7 +22,7 @@ async def ended_with(stage: Stage, kind: EventType) -> bool:
 
 
 def agent_comments(stage: Stage) -> list[str]:
-    return [c.body for c in activity_of(stage.github.state).comments_on(REPOSITORY, ISSUE) if c.login != MEMBER]
+    return [c.rendered for c in activity_of(stage.github.state).comments_on(REPOSITORY, ISSUE) if c.login != MEMBER]
 
 
 class TestModelFailures:

@@ -1,6 +1,6 @@
 """A test double of the Slack Web API, and builders for Events API and interactivity payloads.
 
-The fake serves ``POST /api/{method}`` like ``https://slack.com/api/``: arguments may come as
+The fake serves ``POST`` (and ``GET``) ``/api/{method}`` like ``https://slack.com/api/``: arguments may come as
 query parameters, a form or JSON; the bot token as ``Authorization: Bearer`` or a ``token``
 argument. As Slack does, it answers HTTP 200 with ``{"ok": false, "error": ...}`` for
 application errors and 429 with ``Retry-After`` when rate limited.
@@ -36,6 +36,7 @@ class PostedMessage:
     text: str
     thread_ts: str | None
     user: str
+    metadata: dict[str, Any] | None = None
 
 
 @dataclass
@@ -84,7 +85,7 @@ def _error(error: str) -> JSONResponse:
 def create_app(slack: SlackState) -> FastAPI:
     app = FastAPI(title="Fake Slack")
 
-    @app.post("/api/{method}")
+    @app.api_route("/api/{method}", methods=["GET", "POST"])
     async def call(method: str, request: Request) -> JSONResponse:
         if method in slack.rate_limited:
             return JSONResponse({"ok": False, "error": "ratelimited"}, status_code=429, headers={"Retry-After": "1"})
@@ -128,12 +129,56 @@ def _post_message(slack: SlackState, arguments: dict[str, Any]) -> JSONResponse:
     if not text and not arguments.get("blocks"):
         return _error("no_text")
     thread_ts = arguments.get("thread_ts") or None
+    metadata = arguments.get("metadata")
+    if isinstance(metadata, str):
+        try:
+            metadata = json.loads(metadata)
+        except ValueError:
+            return _error("invalid_metadata_format")
+    if metadata is not None and not (
+        isinstance(metadata, dict) and isinstance(metadata.get("event_type"), str) and "event_payload" in metadata
+    ):
+        return _error("invalid_metadata_schema")
     ts = slack.next_ts()
-    slack.messages[(channel, ts)] = PostedMessage(channel, ts, text, thread_ts, BOT_USER)
-    message = {"type": "message", "user": BOT_USER, "bot_id": BOT_ID, "text": text, "ts": ts}
-    if thread_ts:
-        message["thread_ts"] = thread_ts
-    return JSONResponse({"ok": True, "channel": channel, "ts": ts, "message": message})
+    posted = PostedMessage(channel, ts, text, thread_ts, BOT_USER, metadata)
+    slack.messages[(channel, ts)] = posted
+    return JSONResponse({"ok": True, "channel": channel, "ts": ts, "message": _message_json(posted, metadata=False)})
+
+
+def _message_json(message: PostedMessage, *, metadata: bool) -> dict[str, Any]:
+    found: dict[str, Any] = {"type": "message", "user": message.user, "text": message.text, "ts": message.ts}
+    if message.user == BOT_USER:
+        found["bot_id"] = BOT_ID
+    if message.thread_ts:
+        found["thread_ts"] = message.thread_ts
+    if metadata and message.metadata is not None:
+        found["metadata"] = message.metadata
+    return found
+
+
+def _replies(slack: SlackState, arguments: dict[str, Any]) -> JSONResponse:
+    """``conversations.replies``: the parent and its replies, oldest first, ``limit`` a page
+    (``cursor`` is the ts to continue after); metadata only with ``include_all_metadata``."""
+    channel, ts = arguments.get("channel"), arguments.get("ts")
+    if not channel or channel not in slack.channels:
+        return _error("channel_not_found")
+    if not ts or (channel, ts) not in slack.messages:
+        return _error("thread_not_found")
+    with_metadata = str(arguments.get("include_all_metadata", "")).lower() in {"1", "true"}
+    limit = max(1, min(1000, int(arguments.get("limit") or 100)))
+    thread = [slack.messages[(channel, ts)], *sorted(slack.replies_in(channel, ts), key=lambda m: m.ts)]
+    after = arguments.get("cursor") or ""
+    rest = [m for m in thread if m.ts > after] if after else thread
+    page = rest[:limit]
+    more = len(rest) > limit
+    return JSONResponse(
+        {
+            "ok": True,
+            "messages": [_message_json(m, metadata=with_metadata) for m in page],
+            "has_more": more,
+            "response_metadata": {"next_cursor": page[-1].ts if more else ""},
+        }
+    )
 
 
 def _add_reaction(slack: SlackState, arguments: dict[str, Any]) -> JSONResponse:
@@ -162,6 +207,7 @@ def _set_status(slack: SlackState, arguments: dict[str, Any]) -> JSONResponse:
 _METHODS = {
     "auth.test": _auth_test,
     "chat.postMessage": _post_message,
+    "conversations.replies": _replies,
     "reactions.add": _add_reaction,
     "assistant.threads.setStatus": _set_status,
 }

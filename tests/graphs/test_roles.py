@@ -6,7 +6,7 @@ spending the run's step budget; the coder's plan driving the empty-reply guard."
 from __future__ import annotations
 
 import shlex
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -18,7 +18,7 @@ from drydock.bus import Bus
 from drydock.bus.envelopes import Channel, ReplyAddress
 from drydock.graphs.analyzer import make_analyzer
 from drydock.graphs.coder import make_coder
-from drydock.graphs.inputs import AgentInputs, Checkout, GraphFactory
+from drydock.graphs.inputs import AgentInputs, Checkout
 from drydock.graphs.reviewer import make_reviewer
 from drydock.graphs.subagents import NoSubagents
 from drydock.infra.redis import Keys
@@ -133,7 +133,7 @@ async def parts(
 
 
 async def _build(
-    parts: Parts, role: Role, factory: GraphFactory, monkeypatch: pytest.MonkeyPatch
+    parts: Parts, role: Role, factory: Callable[[AgentInputs], Graph], monkeypatch: pytest.MonkeyPatch
 ) -> tuple[Graph, Stacks]:
     async with ScriptedModelServer() as server:
         with recording(monkeypatch) as stacks:

@@ -6,8 +6,13 @@ import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
+from drydock.bus import Bus, EventType, RunEvent, connect_nats, provision, topology
+from drydock.bus.streams import EVENTS_STREAM
+from drydock.config import NatsSettings, RedisSettings
 from drydock.infra.embedded import embedded_infrastructure
+from drydock.infra.redis import connect_redis
 
 
 def alive(pid: int) -> bool:
@@ -85,3 +90,34 @@ class TestEmbeddedServers:
             if parent.returncode is None:
                 parent.kill()
                 await parent.wait()
+
+
+class TestDataDirectory:
+    async def test_a_restart_on_the_same_directory_keeps_the_store_and_the_streams(self, tmp_path: Path) -> None:
+        async with embedded_infrastructure(workdir=tmp_path) as urls:
+            redis = await connect_redis(RedisSettings(url=urls.redis))
+            await redis.set("kept", "yes")
+            await redis.aclose()
+            nc = await connect_nats(NatsSettings(url=urls.nats), name="before")
+            bus = Bus(nc)
+            await provision(bus.js, topology(NatsSettings()))
+            await bus.emit(RunEvent(thread_id="t1", run_id="r1", type=EventType.STARTED))
+            await nc.close()
+        assert (tmp_path / "appendonlydir").is_dir()
+        async with embedded_infrastructure(workdir=tmp_path) as urls:
+            redis = await connect_redis(RedisSettings(url=urls.redis))
+            assert await redis.get("kept") == "yes"
+            await redis.aclose()
+            nc = await connect_nats(NatsSettings(url=urls.nats), name="after")
+            info = await nc.jetstream().stream_info(EVENTS_STREAM)
+            await nc.close()
+        assert info.state.messages == 1
+
+    async def test_credential_files_are_private(self, tmp_path: Path) -> None:
+        async with embedded_infrastructure(workdir=tmp_path) as urls:
+            assert urls.nats_address is not None
+            for name in ("nats.conf", "users.acl"):
+                assert (tmp_path / name).stat().st_mode & 0o777 == 0o600
+            commands = " ".join(server_pids())
+            for password in urls.nats_passwords.values():
+                assert password not in commands

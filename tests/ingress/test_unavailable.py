@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import structlog
 from nats.aio.client import Client as NatsClient
 
 from drydock.accounts import AccountsStore, RepositorySettings, TeamDefaults
@@ -23,6 +24,7 @@ from drydock.config import Settings
 from drydock.http import create_app
 from drydock.infra.embedded import EmbeddedServer, nats_server, valkey_server
 from drydock.infra.redis import Keys, connect_redis
+from drydock.infra.store_epoch import establish
 from drydock.runtime import Runtime
 from drydock.threads import ids
 from drydock.threads.inbox import Inbox
@@ -96,7 +98,7 @@ async def ingress_on(
     accounts = AccountsStore(redis, keys, host=HOST)
     await accounts.save_team(TeamDefaults(allowed_organizations=(ORG,)))
     await accounts.save_repository(RepositorySettings(full_name=f"{ORG}/{REPO}"))
-    runtime = Runtime(own, nc, bus, redis, keys)
+    runtime = Runtime(own, nc, bus, redis, keys, await establish(bus.js, redis, keys))
     ingress = Ingress(runtime, Outbound({}, {}, []))
     app = create_app("ingress-outage", runtime, [lambda _: webhook_router(ingress)])
     try:
@@ -169,3 +171,41 @@ class TestUnavailable:
             assert response.json()["error"] == "temporarily unavailable: not made durable within 0.5 s"
             assert loop.time() - started < 2
             assert await Inbox(bus).read_after(ids.github_issue(HOST, ORG, REPO, 4)) == []
+
+
+@pytest.mark.timeout(60)
+class TestStoreLoss:
+    """A store that lost its data (restarted empty, wiped) never turns a delivery into a 2xx."""
+
+    async def test_a_wiped_store_answers_503_and_every_readiness_says_what_was_lost(self, settings: Settings) -> None:
+        async with own_servers() as (nats, valkey), ingress_on(settings, nats, valkey) as (client, _, bus):
+            assert (await client.get("/readyz")).status_code == 200
+            wiper = await connect_redis(settings.redis, url=valkey.url)
+            await wiper.flushall()
+            await wiper.aclose()
+
+            with structlog.testing.capture_logs() as logs:
+                response = await send(client, mention(5))
+                ready = await client.get("/readyz")
+
+            assert response.status_code == 503
+            assert response.headers["retry-after"] == "5"
+            assert "the store lost its data" in response.json()["error"]
+            assert await Inbox(bus).read_after(ids.github_issue(HOST, ORG, REPO, 5)) == []
+            assert ready.status_code == 503
+            assert ready.json()["checks"]["store"].startswith("the store lost its data")
+            lost = [entry["event"] for entry in logs if entry["event"].startswith("store lost")]
+            assert len(lost) == 1
+            assert "--accept-store-loss" in lost[0]
+
+    async def test_an_operator_who_accepts_the_loss_makes_the_services_ready_again(self, settings: Settings) -> None:
+        async with own_servers() as (nats, valkey), ingress_on(settings, nats, valkey) as (client, _, bus):
+            store = await connect_redis(settings.redis, url=valkey.url)
+            await store.flushall()
+            assert (await client.get("/readyz")).status_code == 503
+
+            await establish(bus.js, store, Keys("outage"), accept_loss=True)
+            await store.aclose()
+
+            ready = await client.get("/readyz")
+            assert ready.status_code == 200, ready.text

@@ -7,6 +7,7 @@ from langchain_core.tools import tool
 from langgraph.types import interrupt
 from langgraph_checkpoint_plainredis import AsyncRedisSaver
 
+from drydock.effects import current_call
 from drydock.middleware.tool_errors import ToolErrorsAsMessages
 from tests.fakes.openai_server import Script, ScriptedModelServer
 from tests.middleware.conftest import chat_model, run_config
@@ -22,6 +23,12 @@ async def write_report(path: str) -> str:
 async def ask_a_human(question: str) -> str:
     """Ask a person and wait for the answer."""
     return str(interrupt(question))
+
+
+@tool
+async def which_call(note: str) -> str:
+    """Say which tool call this is."""
+    return current_call()
 
 
 class TestToolErrorsAsMessages:
@@ -56,3 +63,14 @@ class TestToolErrorsAsMessages:
 
         assert result["__interrupt__"][0].value == "which branch?"
         assert not any(isinstance(m, ToolMessage) for m in result["messages"])
+
+
+class TestBindsTheToolCall:
+    async def test_a_tool_sees_its_call_id_for_the_effects_ledger(self) -> None:
+        script = Script().tool_call("which_call", note="x").reply("done")
+        async with ScriptedModelServer(script) as server:
+            agent = create_agent(chat_model(server), [which_call], middleware=[ToolErrorsAsMessages("t")])
+            result = await agent.ainvoke({"messages": [HumanMessage("go")]})
+
+        answer = next(m for m in result["messages"] if isinstance(m, ToolMessage))
+        assert answer.text == answer.tool_call_id

@@ -12,11 +12,19 @@ from drydock.bus import Bus
 from drydock.bus.envelopes import Channel, EventType, ReplyAddress
 from drydock.channels.outbound import Outbound
 from drydock.config import Settings
+from drydock.effects import EffectLedger, bound_call, marked
 from drydock.infra.redis import Keys
 from drydock.threads.pr_records import PullRequestRecord, PullRequestRecords
 from drydock.tools import github_comment
 from tests.tools.channel_fixtures import GithubWorld, github_world, last_event
 from tests.tools.conftest import REPOSITORY, MakeContext, github_reply_to
+
+
+def visible(body: str) -> str:
+    """A comment's text as GitHub renders it: without the hidden effect marker."""
+    text, _, hidden = body.partition("\n\n<!-- drydock:effect:")
+    assert hidden.endswith(" -->"), body
+    return text
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +50,7 @@ class TestTarget:
         result = await tool.ainvoke({"body": "Working on it."})
 
         comments = github.activity.comments_on(REPOSITORY, 7)
-        assert [comment.body for comment in comments] == ["Working on it."]
+        assert [visible(comment.body) for comment in comments] == ["Working on it."]
         assert comments[0].login == "drydock[bot]"
         assert result["number"] == 7
         assert result["html_url"].endswith(f"#issuecomment-{comments[0].id}")
@@ -58,7 +66,7 @@ class TestTarget:
 
         await tool.ainvoke({"body": "See also #7.", "number": 21})
 
-        assert [comment.body for comment in github.activity.comments_on(REPOSITORY, 21)] == ["See also #7."]
+        assert [visible(comment.body) for comment in github.activity.comments_on(REPOSITORY, 21)] == ["See also #7."]
 
     async def test_a_thread_from_elsewhere_comments_on_its_only_pull_request(
         self,
@@ -78,7 +86,9 @@ class TestTarget:
 
         await tool.ainvoke({"body": "Ready for review."})
 
-        assert [comment.body for comment in github.activity.comments_on(REPOSITORY, 31)] == ["Ready for review."]
+        assert [visible(comment.body) for comment in github.activity.comments_on(REPOSITORY, 31)] == [
+            "Ready for review."
+        ]
 
     async def test_a_thread_from_elsewhere_without_a_pull_request_must_name_the_number(
         self, outbound: Outbound, make_context: MakeContext
@@ -118,3 +128,81 @@ class TestRefusals:
         answer = await tool.ainvoke({"body": "hello", "number": 1})
 
         assert answer == "This thread has no repository on GitHub."
+
+
+class TestReplay:
+    """A tool call replayed after a crash (the run's checkpoint still holds the call) leaves one
+    comment, wherever the crash fell."""
+
+    CALL = "call_replayed"
+    EFFECT = f"{CALL}:github_comment"
+
+    async def test_a_crash_before_the_write_posts_once_on_replay(
+        self,
+        github: GithubWorld,
+        outbound: Outbound,
+        make_context: MakeContext,
+        redis: Redis,
+        keys: Keys,
+        thread_id: str,
+    ) -> None:
+        github.activity.open_issue(REPOSITORY, 41)
+        await EffectLedger(redis, keys).claim(thread_id, self.EFFECT)
+        tool = github_comment.build(make_context(reply_to=github_reply_to(number=41), outbound=outbound))
+
+        with bound_call(self.CALL):
+            await tool.ainvoke({"body": "Done."})
+
+        assert [visible(c.body) for c in github.activity.comments_on(REPOSITORY, 41)] == ["Done."]
+
+    async def test_a_crash_after_the_write_finds_the_comment_by_its_marker(
+        self,
+        github: GithubWorld,
+        outbound: Outbound,
+        make_context: MakeContext,
+        redis: Redis,
+        keys: Keys,
+        thread_id: str,
+    ) -> None:
+        github.activity.open_issue(REPOSITORY, 42)
+        for n in range(3):
+            github.activity.add_comment(REPOSITORY, 42, f"chatter {n}", login="octocat")
+        await EffectLedger(redis, keys).claim(thread_id, self.EFFECT)
+        assert outbound.github is not None
+        first = await outbound.github.post_comment(None, REPOSITORY, 42, marked("Done.", self.EFFECT))
+        tool = github_comment.build(make_context(reply_to=github_reply_to(number=42), outbound=outbound))
+
+        with bound_call(self.CALL):
+            result = await tool.ainvoke({"body": "Done."})
+
+        ours = [c for c in github.activity.comments_on(REPOSITORY, 42) if c.login == "drydock[bot]"]
+        assert [c.id for c in ours] == [first["id"]]
+        assert result["id"] == first["id"]
+        assert (await EffectLedger(redis, keys).claim(thread_id, self.EFFECT)) is not None
+
+    async def test_a_crash_after_the_ledger_record_returns_the_recorded_comment(
+        self, github: GithubWorld, outbound: Outbound, make_context: MakeContext
+    ) -> None:
+        github.activity.open_issue(REPOSITORY, 43)
+        tool = github_comment.build(make_context(reply_to=github_reply_to(number=43), outbound=outbound))
+
+        with bound_call(self.CALL):
+            first = await tool.ainvoke({"body": "Done."})
+        with bound_call(self.CALL):
+            again = await tool.ainvoke({"body": "Done."})
+
+        assert len(github.activity.comments_on(REPOSITORY, 43)) == 1
+        assert again == first
+
+    async def test_two_calls_of_one_run_post_two_comments(
+        self, github: GithubWorld, outbound: Outbound, make_context: MakeContext
+    ) -> None:
+        github.activity.open_issue(REPOSITORY, 44)
+        tool = github_comment.build(make_context(reply_to=github_reply_to(number=44), outbound=outbound))
+
+        with bound_call("call_a"):
+            await tool.ainvoke({"body": "One."})
+        with bound_call("call_b"):
+            await tool.ainvoke({"body": "Two."})
+
+        assert [visible(c.body) for c in github.activity.comments_on(REPOSITORY, 44)] == ["One.", "Two."]

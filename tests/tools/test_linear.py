@@ -11,6 +11,7 @@ from drydock.bus import Bus
 from drydock.bus.envelopes import Channel, EventType, ReplyAddress
 from drydock.channels.outbound import Outbound
 from drydock.config import Settings
+from drydock.effects import bound_call
 from drydock.tools import linear
 from tests.fakes.linear import AGENT_USER, ORGANIZATION, FakeLinear, LinearIssue
 from tests.tools.channel_fixtures import configured, last_event
@@ -75,6 +76,32 @@ class TestGetIssue:
         answer = await tool.ainvoke({"action": "get_issue", "issue_id": "DRY-99999"})
 
         assert "Entity not found: Issue" in answer
+
+
+class TestReplay:
+    async def test_a_replayed_comment_on_another_issue_is_posted_once(
+        self, fake: FakeLinear, issue: LinearIssue, outbound: Outbound, make_context: MakeContext
+    ) -> None:
+        other = fake.state.add_issue("Related")
+        tool = linear.build(make_context(reply_to=from_comment(fake, issue), outbound=outbound))
+
+        for _ in range(2):
+            with bound_call("call_replayed"):
+                await tool.ainvoke({"action": "comment", "issue_id": other.id, "body": "Same cause."})
+
+        assert [c.body for c in fake.state.comments_on(other.id)] == ["Same cause."]
+
+    async def test_a_replayed_reply_on_the_thread_s_issue_is_posted_once(
+        self, fake: FakeLinear, issue: LinearIssue, outbound: Outbound, make_context: MakeContext
+    ) -> None:
+        tool = linear.build(make_context(reply_to=from_comment(fake, issue), outbound=outbound))
+        before = len(fake.state.comments_on(issue.id))
+
+        for _ in range(2):
+            with bound_call("call_replayed"):
+                await tool.ainvoke({"action": "comment", "body": "Done."})
+
+        assert len(fake.state.comments_on(issue.id)) == before + 1
 
 
 class TestComment:

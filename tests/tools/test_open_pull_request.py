@@ -18,6 +18,7 @@ from drydock.channels.outbound import Outbound
 from drydock.config import Settings
 from drydock.credentials.cipher import SecretCipher
 from drydock.credentials.user_tokens import UserTokens
+from drydock.effects import EffectLedger, bound_call
 from drydock.infra.redis import Keys
 from drydock.threads.pr_records import PullRequestRecord, PullRequestRecords, PullRequestState
 from drydock.tools import open_pull_request
@@ -195,6 +196,46 @@ class TestAlreadyOpen:
         record = await records.find(HOST, repo, first["number"])
         assert record is not None
         assert record.thread_id == other_thread
+
+
+class TestReplay:
+    """A replayed call leaves one pull request and answers as the first attempt did."""
+
+    async def test_a_crash_after_the_ledger_record_answers_with_the_recorded_result(
+        self, github: GithubWorld, outbound: Outbound, tool_settings: Settings, make_context: MakeContext, repo: str
+    ) -> None:
+        tool = open_pull_request.build(make_context(tool_settings, repository=repo, outbound=outbound))
+
+        with bound_call("call_open"):
+            first = await tool.ainvoke({"title": "Fix", "head": "drydock/abc-fix"})
+        with bound_call("call_open"):
+            again = await tool.ainvoke({"title": "Fix", "head": "drydock/abc-fix"})
+
+        assert again == first
+        assert first["created"] is True
+        assert len(pulls(github, repo)) == 1
+
+    async def test_a_crash_between_opening_and_the_record_finds_it_by_its_branch(
+        self,
+        github: GithubWorld,
+        outbound: Outbound,
+        tool_settings: Settings,
+        make_context: MakeContext,
+        repo: str,
+        redis: Redis,
+        keys: Keys,
+        thread_id: str,
+    ) -> None:
+        tool = open_pull_request.build(make_context(tool_settings, repository=repo, outbound=outbound))
+        with bound_call("call_first"):
+            first = await tool.ainvoke({"title": "Fix", "head": "drydock/abc-fix"})
+        await EffectLedger(redis, keys).claim(thread_id, "call_open:pull_request")
+
+        with bound_call("call_open"):
+            again = await tool.ainvoke({"title": "Fix", "head": "drydock/abc-fix"})
+
+        assert again["number"] == first["number"]
+        assert len(pulls(github, repo)) == 1
 
 
 class TestActingAsTheUser:

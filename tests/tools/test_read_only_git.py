@@ -12,9 +12,9 @@ from langchain_core.tools import BaseTool
 from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.providers.local import LocalProvider
 from drydock.tools.read_only_git import GitArgumentError, build, git_command
-from tests.sandbox.conftest import local_provider, records, sandbox_root, sandbox_settings
+from tests.sandbox.conftest import bwrap, local_provider, records, sandbox_root, sandbox_settings
 
-__all__ = ["local_provider", "records", "sandbox_root", "sandbox_settings"]
+__all__ = ["bwrap", "local_provider", "records", "sandbox_root", "sandbox_settings"]
 
 
 class TestArguments:

@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 from redis.asyncio import Redis
 
+from drydock.effects import EffectLedger, bound_call
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.scheduler import MAX_PENDING_PER_THREAD, Wakeups
@@ -93,3 +94,36 @@ class TestRefusals:
             "have; the earlier ones will wake this thread."
         )
         assert len(await wakeups.pending(thread_id)) == MAX_PENDING_PER_THREAD
+
+
+class TestReplay:
+    """A replayed ``schedule_wakeup`` call leaves one wake-up, wherever the crash fell."""
+
+    CALL = "call_replayed"
+
+    async def test_a_crash_after_scheduling_finds_the_wake_up(
+        self, make_context: MakeContext, wakeups: Wakeups, redis: Redis, keys: Keys, thread_id: str
+    ) -> None:
+        effect = f"{self.CALL}:wakeup"
+        await EffectLedger(redis, keys).claim(thread_id, effect)
+        due = datetime.now(UTC) + timedelta(minutes=10)
+        first = await wakeups.schedule(
+            thread_id, Role.CODER, due, "Check CI.", wakeup_id=schedule_wakeup._wakeup_id(effect)
+        )
+        tool = schedule_wakeup.build(make_context())
+
+        with bound_call(self.CALL):
+            result = await tool.ainvoke({"delay_seconds": 600, "note": "Check CI."})
+
+        assert [w.id for w in await wakeups.pending(thread_id)] == [first] == [result["id"]]
+
+    async def test_a_crash_after_the_ledger_record_schedules_nothing_more(
+        self, make_context: MakeContext, wakeups: Wakeups, thread_id: str
+    ) -> None:
+        tool = schedule_wakeup.build(make_context())
+
+        for _ in range(2):
+            with bound_call(self.CALL):
+                await tool.ainvoke({"delay_seconds": 600, "note": "Check CI."})
+
+        assert len(await wakeups.pending(thread_id)) == 1

@@ -6,11 +6,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from redis.asyncio import Redis
 
 from drydock.bus import Bus
 from drydock.bus.envelopes import Channel, EventType, ReplyAddress
 from drydock.channels.outbound import Outbound
 from drydock.config import Settings
+from drydock.effects import EffectLedger, bound_call
+from drydock.infra.redis import Keys
 from drydock.tools import slack_reply
 from tests.fakes.slack import BOT_USER, TEAM, FakeSlack
 from tests.tools.channel_fixtures import configured, last_event
@@ -76,3 +79,51 @@ class TestReply:
         answer = await tool.ainvoke({"text": "hello"})
 
         assert answer == "Slack is not configured for this Drydock installation; nothing was posted."
+
+
+class TestReplay:
+    """A replayed ``slack_reply`` call leaves one message in the Slack thread, wherever the crash fell."""
+
+    CALL = "call_replayed"
+    EFFECT = f"{CALL}:reply-slack"
+
+    async def test_a_crash_before_the_post_posts_once_on_replay(
+        self, slack: FakeSlack, outbound: Outbound, make_context: MakeContext, redis: Redis, keys: Keys, thread_id: str
+    ) -> None:
+        address = slack_thread(slack)
+        await EffectLedger(redis, keys).claim(thread_id, self.EFFECT)
+        tool = slack_reply.build(make_context(reply_to=address, outbound=outbound))
+
+        with bound_call(self.CALL):
+            await tool.ainvoke({"text": "Done."})
+
+        assert [m.text for m in slack.state.replies_in(CHANNEL, address.address["thread_ts"])] == ["Done."]
+
+    async def test_a_crash_after_the_post_finds_the_message_by_its_metadata(
+        self, slack: FakeSlack, outbound: Outbound, make_context: MakeContext, redis: Redis, keys: Keys, thread_id: str
+    ) -> None:
+        address = slack_thread(slack)
+        thread_ts = address.address["thread_ts"]
+        for n in range(3):
+            slack.state.add_message(CHANNEL, f"chatter {n}", thread_ts=thread_ts)
+        await EffectLedger(redis, keys).claim(thread_id, self.EFFECT)
+        await outbound.reply(address, "Done.", effect=self.EFFECT)
+        tool = slack_reply.build(make_context(reply_to=address, outbound=outbound))
+
+        with bound_call(self.CALL):
+            await tool.ainvoke({"text": "Done."})
+
+        ours = [m for m in slack.state.replies_in(CHANNEL, thread_ts) if m.user == BOT_USER]
+        assert [m.text for m in ours] == ["Done."]
+
+    async def test_a_crash_after_the_ledger_record_does_not_post_again(
+        self, slack: FakeSlack, outbound: Outbound, make_context: MakeContext
+    ) -> None:
+        address = slack_thread(slack)
+        tool = slack_reply.build(make_context(reply_to=address, outbound=outbound))
+
+        for _ in range(2):
+            with bound_call(self.CALL):
+                await tool.ainvoke({"text": "Done."})
+
+        assert len(slack.state.replies_in(CHANNEL, address.address["thread_ts"])) == 1

@@ -13,6 +13,7 @@ from redis.asyncio import Redis
 
 from drydock.channels.outbound import Outbound
 from drydock.config import Settings
+from drydock.effects import bound_call
 from drydock.infra.redis import Keys
 from drydock.threads.pr_records import PullRequestRecords, PullRequestState
 from drydock.tools import open_pull_request, update_pull_request
@@ -135,3 +136,19 @@ class TestRefusals:
         answer = await tool.ainvoke({"title": "Which?"})
 
         assert f"(#{first}, #{second})" in answer
+
+
+class TestReplay:
+    async def test_a_replayed_update_does_not_undo_a_later_change_on_github(
+        self, github: GithubWorld, context: ToolContext, tool: BaseTool
+    ) -> None:
+        number = await open_one(context)
+        with bound_call("call_update"):
+            await tool.ainvoke({"title": "Fix the widget"})
+        pull(github, context, number).title = "Fix the widget (edited by a maintainer)"
+
+        with bound_call("call_update"):
+            again = await tool.ainvoke({"title": "Fix the widget"})
+
+        assert pull(github, context, number).title == "Fix the widget (edited by a maintainer)"
+        assert again["title"] == "Fix the widget"

@@ -6,8 +6,10 @@ from dataclasses import dataclass
 
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StreamConfig
+from redis.asyncio import Redis
 
 from drydock.bus import Bus, Wake
+from drydock.infra.redis import Keys
 from drydock.roles import Role
 
 
@@ -21,9 +23,14 @@ class WakeQueue:
     prefix: str
     ack_wait: float
     max_deliver: int
+    redis: Redis
+    keys: Keys
+
+    def subject(self, thread_id: str, role: Role = Role.CODER) -> str:
+        return f"{self.prefix}.{role.value}.{thread_id}"
 
     async def wake(self, thread_id: str, role: Role = Role.CODER) -> None:
-        await self.bus.publish(f"{self.prefix}.{role.value}.{thread_id}", Wake(thread_id=thread_id, role=role))
+        await self.bus.publish(self.subject(thread_id, role), Wake(thread_id=thread_id, role=role))
 
     async def pending(self) -> int:
         info = await self.bus.js.consumer_info(self.stream, self.durable)
@@ -31,10 +38,10 @@ class WakeQueue:
 
 
 @pytest.fixture
-async def wake_queue(bus: Bus) -> AsyncIterator[WakeQueue]:
+async def wake_queue(bus: Bus, redis: Redis, keys: Keys) -> AsyncIterator[WakeQueue]:
     tag = uuid.uuid4().hex[:10]
     stream, prefix = f"TEST_RUNS_{tag}", f"test.{tag}.run"
-    queue = WakeQueue(bus, stream, "run-coder", prefix, ack_wait=1.0, max_deliver=3)
+    queue = WakeQueue(bus, stream, "run-coder", prefix, ack_wait=1.0, max_deliver=3, redis=redis, keys=keys)
     await bus.js.add_stream(StreamConfig(name=stream, subjects=[f"{prefix}.*.*"], retention=RetentionPolicy.WORK_QUEUE))
     await bus.js.add_consumer(
         stream,

@@ -22,8 +22,11 @@ class RecordingChannel:
         self.replies: list[tuple[dict[str, str], str]] = []
         self.statuses: list[tuple[dict[str, str], RunStatus]] = []
 
-    async def reply(self, address: ReplyAddress, text: str) -> None:
+    async def reply(self, address: ReplyAddress, text: str, *, effect: str | None = None) -> None:
         self.replies.append((address.address, text))
+
+    async def find_reply(self, address: ReplyAddress, effect: str) -> bool:
+        return False
 
     async def acknowledge(self, message: InboxMessage) -> bool:
         return False

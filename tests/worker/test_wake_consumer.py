@@ -7,22 +7,53 @@ from collections import Counter
 from collections.abc import AsyncIterator
 
 import pytest
+from redis.asyncio import Redis
 
 from drydock.bus import Bus, EventType, RunEvent, Wake
+from drydock.bus.envelopes import Channel, InboxMessage, ReplyAddress
 from drydock.bus.streams import EVENTS_STREAM
+from drydock.channels.outbound import Outbound
+from drydock.infra.redis import Keys
 from drydock.roles import Role
+from drydock.threads.fields import REPLY_TO
+from drydock.threads.metadata import ThreadMetadataStore
 from drydock.worker import WakeConsumer, WakeHandler
+from drydock.worker.dead_letters import DeadLetterOffice, DeadLetters
 from tests.worker.conftest import WakeQueue
 
 
+class RecordingReplies:
+    """The source channel of the dead-letter tests: records what is posted there."""
+
+    def __init__(self) -> None:
+        self.posted: list[tuple[dict[str, str], str]] = []
+
+    async def reply(self, address: ReplyAddress, text: str, *, effect: str | None = None) -> None:
+        self.posted.append((address.address, text))
+
+    async def find_reply(self, address: ReplyAddress, effect: str) -> bool:
+        return False
+
+    async def acknowledge(self, message: InboxMessage) -> bool:
+        return False
+
+
 @contextlib.asynccontextmanager
-async def consuming(queue: WakeQueue, handler: WakeHandler, *, concurrency: int = 4) -> AsyncIterator[WakeConsumer]:
+async def consuming(
+    queue: WakeQueue,
+    handler: WakeHandler,
+    *,
+    concurrency: int = 4,
+    office: DeadLetterOffice | None = None,
+    heartbeat: float | None = None,
+) -> AsyncIterator[WakeConsumer]:
     consumer = WakeConsumer(
         queue.bus,
         Role.CODER,
         handler,
+        dead_letters=office or DeadLetterOffice(queue.bus, queue.redis, queue.keys, Outbound({}, {}, [])),
         concurrency=concurrency,
-        heartbeat=queue.ack_wait / 4,
+        heartbeat=heartbeat or queue.ack_wait / 4,
         max_deliver=queue.max_deliver,
         fetch_timeout=0.2,
         stream=queue.stream,
@@ -147,6 +178,95 @@ class TestFailures:
         assert seen == []
 
 
+class TestDeadLetters:
+    """A wake that used up its deliveries is never lost silently: a record for the dashboard,
+    an error event on the thread and a notice in its source conversation."""
+
+    async def source(self, queue: WakeQueue, thread: str) -> tuple[DeadLetterOffice, RecordingReplies]:
+        address = ReplyAddress(channel=Channel.SLACK, address={"channel": "C1", "thread_ts": "1.0"})
+        await ThreadMetadataStore(queue.redis, queue.keys).create(
+            thread, kind=Role.CODER, fields={REPLY_TO: address.model_dump_json()}
+        )
+        replies = RecordingReplies()
+        office = DeadLetterOffice(queue.bus, queue.redis, queue.keys, Outbound({Channel.SLACK: replies}, {}, []))
+        return office, replies
+
+    async def test_a_handler_that_always_fails_leaves_a_dead_letter(self, wake_queue: WakeQueue, bus: Bus) -> None:
+        thread = new_thread()
+        office, replies = await self.source(wake_queue, thread)
+
+        async def failing(wake: Wake) -> None:
+            raise RuntimeError("sandbox exploded")
+
+        letters = DeadLetters(wake_queue.redis, wake_queue.keys)
+        async with consuming(wake_queue, failing, office=office):
+            await wake_queue.wake(thread)
+
+            async def buried() -> bool:
+                return bool(await letters.all()) and bool(replies.posted)
+
+            await eventually(buried, within=15)
+        [letter] = await letters.all()
+        assert (letter.thread_id, letter.role, letter.deliveries) == (thread, "coder", wake_queue.max_deliver)
+        assert "sandbox exploded" in letter.error
+        [(_, notice)] = replies.posted
+        assert notice.startswith(f"I could not finish this after {wake_queue.max_deliver} attempts;")
+        event = await bus.js.get_msg(EVENTS_STREAM, subject=f"drydock.event.{thread}.error")
+        assert RunEvent.model_validate_json(event.data or b"").data["dead_letter"] == letter.id
+
+    async def test_a_wake_whose_worker_dies_on_every_delivery_is_buried_from_the_advisory(
+        self, wake_queue: WakeQueue
+    ) -> None:
+        thread = new_thread()
+        office, replies = await self.source(wake_queue, thread)
+        deliveries: Counter[str] = Counter()
+
+        async def hangs_without_heartbeats(wake: Wake) -> None:
+            deliveries[wake.thread_id] += 1
+            await asyncio.sleep(3600)
+
+        letters = DeadLetters(wake_queue.redis, wake_queue.keys)
+        async with consuming(wake_queue, hangs_without_heartbeats, office=office, heartbeat=3600):
+            await wake_queue.wake(thread)
+
+            async def buried() -> bool:
+                return bool(await letters.all()) and await wake_queue.pending() == 0
+
+            await eventually(buried, within=20)
+        [letter] = await letters.all()
+        assert deliveries[thread] == wake_queue.max_deliver
+        assert "every delivery ended without an answer" in letter.error
+        assert len(replies.posted) == 1
+
+    async def test_an_administrator_s_retry_wakes_the_thread_again(self, wake_queue: WakeQueue) -> None:
+        thread = new_thread()
+        office, _ = await self.source(wake_queue, thread)
+        attempts: Counter[str] = Counter()
+
+        async def fails_until_retried(wake: Wake) -> None:
+            attempts[wake.reason] += 1
+            if wake.reason != "retry":
+                raise RuntimeError("model provider down")
+
+        letters = DeadLetters(wake_queue.redis, wake_queue.keys)
+        async with consuming(wake_queue, fails_until_retried, office=office):
+            await wake_queue.wake(thread)
+
+            async def buried() -> bool:
+                return bool(await letters.all())
+
+            await eventually(buried, within=15)
+            [letter] = await letters.all()
+            retried = await letters.retry(letter.id, wake_queue.bus, subject=wake_queue.subject(thread))
+
+            async def handled() -> bool:
+                return attempts["retry"] == 1 and await wake_queue.pending() == 0
+
+            await eventually(handled)
+        assert retried == letter
+        assert await letters.all() == []
+
+
 class TestShutdown:
     async def test_unfinished_wakes_are_handed_back_at_once(self, wake_queue: WakeQueue) -> None:
         started = asyncio.Event()
@@ -176,9 +296,17 @@ class TestShutdown:
         assert loop.time() - handed_back_at < wake_queue.ack_wait
         assert taken_over[0].thread_id == thread
 
-    async def test_concurrency_must_be_positive(self, bus: Bus) -> None:
+    async def test_concurrency_must_be_positive(self, bus: Bus, redis: Redis, keys: Keys) -> None:
         async def handler(wake: Wake) -> None:
             raise AssertionError("never called")
 
         with pytest.raises(ValueError, match="concurrency"):
-            WakeConsumer(bus, Role.CODER, handler, concurrency=0, heartbeat=1, max_deliver=1)
+            WakeConsumer(
+                bus,
+                Role.CODER,
+                handler,
+                dead_letters=DeadLetterOffice(bus, redis, keys, Outbound({}, {}, [])),
+                concurrency=0,
+                heartbeat=1,
+                max_deliver=1,
+            )

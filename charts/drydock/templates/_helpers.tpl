@@ -58,6 +58,36 @@ app.kubernetes.io/component: {{ .name }}
 {{- end }}
 {{- end -}}
 
+{{/* The NATS user and its password from nats.usersSecret (the key named as the user); nothing without it. */}}
+{{- define "drydock.natsUserEnv" -}}
+{{- with .root.Values.nats.usersSecret }}
+- name: DRYDOCK_NATS_USER
+  value: {{ $.user | quote }}
+- name: DRYDOCK_NATS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ . | quote }}
+      key: {{ $.user | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* The environment of `drydock provision`: the bus settings every service shares, as the provisioner. */}}
+{{- define "drydock.provisionEnv" -}}
+{{- $values := .Values -}}
+- name: DRYDOCK_ENVIRONMENT
+  value: {{ $values.environment | quote }}
+{{ include "drydock.urlEnv" (dict "name" "DRYDOCK_NATS_URL" "value" $values.nats.url "secret" $values.nats.urlSecret "what" "nats.url") }}
+- name: DRYDOCK_NATS_REPLICAS
+  value: {{ $values.nats.replicas | quote }}
+{{- include "drydock.natsUserEnv" (dict "root" . "user" "provisioner") }}
+- name: DRYDOCK_DASHBOARD_DEV_LOGIN
+  value: "false"
+{{- range $key, $value := $values.env }}
+- name: {{ $key }}
+  value: {{ $value | quote }}
+{{- end }}
+{{- end -}}
+
 {{/* Every environment variable of one service; call with (dict "root" $ "name" $name "svc" $svc). */}}
 {{- define "drydock.env" -}}
 {{- $root := .root -}}
@@ -69,7 +99,23 @@ app.kubernetes.io/component: {{ .name }}
 {{ include "drydock.urlEnv" (dict "name" "DRYDOCK_NATS_URL" "value" $values.nats.url "secret" $values.nats.urlSecret "what" "nats.url") }}
 - name: DRYDOCK_NATS_REPLICAS
   value: {{ $values.nats.replicas | quote }}
+{{- include "drydock.natsUserEnv" (dict "root" $root "user" .name) }}
+{{- if $values.nats.usersSecret }}
+- name: DRYDOCK_NATS_PROVISION
+  value: "false"
+{{- end }}
 {{ include "drydock.urlEnv" (dict "name" "DRYDOCK_REDIS_URL" "value" $values.redis.url "secret" $values.redis.urlSecret "what" "redis.url") }}
+{{- if $values.redis.username }}
+- name: DRYDOCK_REDIS_USERNAME
+  value: {{ $values.redis.username | quote }}
+{{- end }}
+{{- with $values.redis.passwordSecret }}
+- name: DRYDOCK_REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ required "redis.passwordSecret.name is required" .name }}
+      key: {{ required "redis.passwordSecret.key is required" .key }}
+{{- end }}
 - name: DRYDOCK_HTTP_HOST
   value: "0.0.0.0"
 - name: DRYDOCK_HTTP_PORT

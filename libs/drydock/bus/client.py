@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import nats
 import structlog
 from nats.aio.client import Client as NatsClient
+from nats.errors import AuthorizationError, MaxPayloadError
 from nats.errors import Error as NatsError
-from nats.errors import MaxPayloadError, NoServersError
 from nats.js import JetStreamContext
 from nats.js.api import PubAck
 from pydantic import BaseModel
@@ -17,13 +17,19 @@ from pydantic import BaseModel
 from drydock.bus import subjects
 from drydock.bus.envelopes import GithubEvent, RunEvent, Wake
 from drydock.config import NatsSettings
-from drydock.errors import describe
+from drydock.errors import describe, without_password
 from drydock.telemetry.tracing import inject_headers
 
 log = structlog.get_logger(__name__)
 
 MSG_ID_HEADER = "Nats-Msg-Id"
 _FIRST_CONNECT_ATTEMPTS = 3
+
+
+def inbox_prefix(user: str) -> str:
+    """Where replies to ``user``'s requests arrive: its permissions let it subscribe there and
+    nowhere else, so no user reads another's replies."""
+    return f"_INBOX_{user}"
 
 
 class BusUnavailable(RuntimeError):
@@ -44,7 +50,11 @@ async def connect_nats(settings: NatsSettings, *, name: str, url: str | None = N
     if target is None:
         raise BusUnavailable("DRYDOCK_NATS_URL is not set")
 
+    refused: list[Exception] = []
+
     async def on_error(error: Exception) -> None:
+        if "authorization violation" in str(error).lower():
+            refused.append(error)
         log.warning("nats error", error=str(error))
 
     async def on_disconnected() -> None:
@@ -54,6 +64,11 @@ async def connect_nats(settings: NatsSettings, *, name: str, url: str | None = N
     async def on_reconnected() -> None:
         log.info("nats reconnected")
 
+    credentials: dict[str, str] = {}
+    if settings.user is not None:
+        credentials = {"user": settings.user, "inbox_prefix": inbox_prefix(settings.user)}
+        if settings.password is not None:
+            credentials["password"] = settings.password.get_secret_value()
     try:
         nc = await nats.connect(
             servers=[server.strip() for server in target.split(",")],
@@ -65,9 +80,14 @@ async def connect_nats(settings: NatsSettings, *, name: str, url: str | None = N
             error_cb=on_error,
             disconnected_cb=on_disconnected,
             reconnected_cb=on_reconnected,
+            **credentials,
         )
-    except (NoServersError, OSError, TimeoutError) as error:
-        raise BusUnavailable(f"cannot reach NATS at {target}: {describe(error)}") from None
+    except (NatsError, OSError, TimeoutError) as error:
+        where = without_password(target)
+        if refused or isinstance(error, AuthorizationError):
+            who = f"user {settings.user!r}" if settings.user else "a connection without a user (or the URL's)"
+            raise BusUnavailable(f"NATS at {where} refused {who}: check DRYDOCK_NATS_USER/PASSWORD") from None
+        raise BusUnavailable(f"cannot reach NATS at {where}: {describe(error)}") from None
     # nats-py applies one attempt limit to the first connect and to reconnects; -1 from the
     # start would retry an unreachable first server forever instead of failing start-up.
     nc.options["max_reconnect_attempts"] = -1

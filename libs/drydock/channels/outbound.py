@@ -22,10 +22,13 @@ from drydock.channels.slack.client import SlackClient
 from drydock.channels.slack.reply import SlackReplies
 from drydock.channels.slack.status import SlackStatus
 from drydock.config import Settings
+from drydock.effects import Effects
 
 
 class Replies(Protocol):
-    async def reply(self, address: ReplyAddress, text: str) -> None: ...
+    async def reply(self, address: ReplyAddress, text: str, *, effect: str | None = None) -> None: ...
+
+    async def find_reply(self, address: ReplyAddress, effect: str) -> bool: ...
 
     async def acknowledge(self, message: InboxMessage) -> bool: ...
 
@@ -89,9 +92,22 @@ class Outbound:
             raise ChannelNotConfigured(f"no credentials to answer on {channel.value}")
         return found
 
-    async def reply(self, address: ReplyAddress, text: str) -> None:
-        """Post ``text`` to the conversation at ``address``."""
-        await self._replies_for(address.channel).reply(address, text)
+    async def reply(self, address: ReplyAddress, text: str, *, effect: str | None = None) -> None:
+        """Post ``text`` to the conversation at ``address``, marked with ``effect`` where the channel allows."""
+        await self._replies_for(address.channel).reply(address, text, effect=effect)
+
+    async def reply_once(self, effects: Effects, address: ReplyAddress, text: str) -> None:
+        """Post ``text`` at ``address`` once for the current tool call, however often it is replayed."""
+        replies = self._replies_for(address.channel)
+
+        async def post(effect: str) -> dict[str, object]:
+            await replies.reply(address, text, effect=effect)
+            return {"channel": address.channel.value}
+
+        async def find(effect: str) -> dict[str, object] | None:
+            return {"channel": address.channel.value} if await replies.find_reply(address, effect) else None
+
+        await effects.once(f"reply-{address.channel.value}", post, find=find)
 
     async def acknowledge(self, message: InboxMessage) -> bool:
         """Show that the agent picked ``message`` up (👀 or a Linear thought); False when the

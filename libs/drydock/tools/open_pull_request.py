@@ -70,7 +70,20 @@ def build(context: ToolContext) -> BaseTool:
                     raise
                 return found[0], False
 
-        pull, created = await refusing(access.as_user_or_app(open_or_find))
+        async def open_once(effect_id: str) -> dict[str, Any]:
+            pull, created = await refusing(access.as_user_or_app(open_or_find))
+            return {
+                "number": int(pull["number"]),
+                "html_url": str(pull.get("html_url") or ""),
+                "draft": bool(pull.get("draft")),
+                "base": {"ref": str((pull.get("base") or {}).get("ref") or "")},
+                "created": created,
+            }
+
+        # A replay of a claimed call opens or finds by the head branch, which GitHub keeps to one
+        # open pull request: that lookup is the marker.
+        pull = await context.effects.once("pull_request", open_once)
+        created = bool(pull["created"])
         number = int(pull["number"])
         existing = await access.records.find(access.host, repository, number)
         if existing is not None and existing.thread_id != context.scope.thread_id:

@@ -4,6 +4,7 @@ arrives in the thread's inbox as ``Scheduled wake-up: <note>``."""
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -54,17 +55,35 @@ def _due(delay_seconds: int | None, at: datetime | None, now: datetime) -> datet
     return at.astimezone(UTC)
 
 
+def _wakeup_id(effect_id: str) -> str:
+    """The wake-up's id follows from the effect's, so a replay finds the wake-up it scheduled."""
+    return hashlib.sha256(effect_id.encode()).hexdigest()[:32]
+
+
 def build(context: ToolContext) -> BaseTool:
     async def schedule_wakeup(
         note: str, delay_seconds: int | None = None, at: datetime | None = None
     ) -> dict[str, Any]:
         due = _due(delay_seconds, at, datetime.now(UTC))
         wakeups = Wakeups(context.redis, context.keys)
-        try:
-            wakeup_id = await wakeups.schedule(context.scope.thread_id, context.scope.role, due, note)
-        except TooManyWakeups as refusal:
-            raise ToolException(f"Not scheduled: {refusal}; the earlier ones will wake this thread.") from None
-        return {"id": wakeup_id, "due_at": due.isoformat(timespec="seconds")}
+
+        def scheduled(wakeup_id: str, at: datetime) -> dict[str, Any]:
+            return {"id": wakeup_id, "due_at": at.isoformat(timespec="seconds")}
+
+        async def schedule(effect_id: str) -> dict[str, Any]:
+            try:
+                wakeup_id = await wakeups.schedule(
+                    context.scope.thread_id, context.scope.role, due, note, wakeup_id=_wakeup_id(effect_id)
+                )
+            except TooManyWakeups as refusal:
+                raise ToolException(f"Not scheduled: {refusal}; the earlier ones will wake this thread.") from None
+            return scheduled(wakeup_id, due)
+
+        async def find(effect_id: str) -> dict[str, Any] | None:
+            found = await wakeups.get(_wakeup_id(effect_id))
+            return None if found is None else scheduled(found.id, found.due_at)
+
+        return await context.effects.once("wakeup", schedule, find=find)
 
     return StructuredTool.from_function(
         coroutine=schedule_wakeup,

@@ -34,7 +34,7 @@ def build(context: ToolContext) -> BaseTool:
             )
         if not context.outbound.configured(Channel.SLACK):
             raise ToolException("Slack is not configured for this Drydock installation; nothing was posted.")
-        await context.outbound.reply(address, text)
+        await context.outbound.reply_once(context.effects, address, text)
         where = address.address
         target = f"{where.get('channel', '')}/{where.get('thread_ts', '')}"
         await context.emit(EventType.MESSAGE_POSTED, channel=Channel.SLACK.value, target=target, url=None)

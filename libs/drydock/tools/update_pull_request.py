@@ -56,7 +56,13 @@ def build(context: ToolContext) -> BaseTool:
         async def update(authorization: str) -> dict[str, Any]:
             return await client.update_pull(authorization, access.repository, record.number, changes)
 
-        pull = await refusing(access.as_user_or_app(update))
+        async def update_once(effect_id: str) -> dict[str, Any]:
+            changed = await refusing(access.as_user_or_app(update))
+            return {key: changed.get(key) for key in ("merged", "state", "html_url", "title", "base")}
+
+        # Without a marker: a replay of a claimed call sets the same values again. A recorded
+        # one is not repeated, so it cannot undo what someone changed on GitHub since.
+        pull = await context.effects.once("pull_request_update", update_once)
         if pull.get("merged"):
             now = PullRequestState.MERGED
         else:

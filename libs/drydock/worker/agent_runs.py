@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import httpx
-import openai
 import structlog
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -393,7 +392,7 @@ class AgentRuns:
                         stopped_by = await self.stops.take(thread_id)
                         if stopped_by is not None:
                             return values, stopped_by
-        except (openai.APIError, EmptyReplies) as error:
+        except _model_failures() as error:
             detail = _failure_text(error)
             raise RunEnded(f"I stopped because the model failed: {detail}. Reply here to retry.") from None
         # A request that came after the last check is taken too: left pending, it would stop
@@ -518,7 +517,17 @@ def _last_text(messages: Sequence[BaseMessage]) -> str:
     return ""
 
 
+def _model_failures() -> tuple[type[Exception], ...]:
+    # Imported here, not at start-up: the OpenAI SDK is a large part of a worker's import time,
+    # and the first model call has imported it by the time one of its errors can arrive.
+    import openai
+
+    return (openai.APIError, EmptyReplies)
+
+
 def _failure_text(error: Exception) -> str:
+    import openai
+
     if isinstance(error, openai.APIStatusError):
         return f"the model endpoint answered {error.status_code} ({error.message})"
     if isinstance(error, openai.APITimeoutError):

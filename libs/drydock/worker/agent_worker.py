@@ -28,12 +28,15 @@ from drydock.sandbox.snapshots import SnapshotStore
 from drydock.telemetry.langsmith import keep_untraced_bookkeeping_inline
 from drydock.threads import Inbox, Leases
 from drydock.worker.agent_runs import AgentRuns, RoleHooks, RunParts
+from drydock.worker.dead_letters import DeadLetterOffice
+from drydock.worker.lease_sweeper import LeaseSweeper
 from drydock.worker.thread_runner import ThreadRunner
 from drydock.worker.wake_consumer import WakeConsumer
 
 log = structlog.get_logger(__name__)
 
 REAP_INTERVAL = 60.0
+SWEEP_INTERVAL = 1.0
 
 
 @dataclass(frozen=True)
@@ -42,16 +45,21 @@ class AgentWorker:
     consumer: WakeConsumer
     runs: AgentRuns
     sandboxes: SandboxManager
+    sweeper: LeaseSweeper
 
     async def run(self) -> None:
-        """Consume wakes and reap idle sandboxes until cancelled; unfinished wakes are handed
-        back. (Due wake-ups are fired by the scheduler in the autofix controller.)"""
+        """Consume wakes, resume threads whose holder died and reap idle sandboxes until
+        cancelled; unfinished wakes are handed back. (Due wake-ups are fired by the scheduler
+        in the autofix controller.)"""
         reaper = asyncio.create_task(self.sandboxes.reap_forever(REAP_INTERVAL), name="sandbox-reaper")
+        sweeper = asyncio.create_task(self.sweeper.run(), name="lease-sweeper")
         try:
             await self.consumer.run()
         finally:
+            self.sweeper.stop()
             reaper.cancel()
-            await asyncio.gather(reaper, return_exceptions=True)
+            sweeper.cancel()
+            await asyncio.gather(reaper, sweeper, return_exceptions=True)
 
 
 def _credentials(runtime: Runtime) -> tuple[SandboxCredentials, ProxyCredentials | None]:
@@ -127,8 +135,10 @@ async def agent_worker(
             runtime.bus,
             role,
             runner,
+            dead_letters=DeadLetterOffice(runtime.bus, runtime.redis, runtime.keys, outbound),
             concurrency=settings.worker.concurrency,
             heartbeat=settings.worker.heartbeat.total_seconds(),
             max_deliver=settings.nats.run_max_deliver,
         )
-        yield AgentWorker(role, consumer, runs, sandboxes)
+        sweeper = LeaseSweeper(runtime.bus, runtime.redis, runtime.keys, interval=SWEEP_INTERVAL)
+        yield AgentWorker(role, consumer, runs, sandboxes, sweeper)

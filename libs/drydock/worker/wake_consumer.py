@@ -5,7 +5,9 @@ here) fetches one wake at a time, and only when a run slot is free: fetching mor
 would let wakes time out in our buffer and be delivered twice. While a handler runs, the wake
 is kept alive with in-progress acknowledgements; it is acknowledged when the handler returns.
 A handler error naks the wake for a delayed redelivery, bounded by the consumer's
-``max_deliver``; the last failure is recorded on the thread instead of vanishing. Cancelling
+``max_deliver``. A wake that fails its last delivery, or whose every delivery ended without an
+answer (JetStream's MAX_DELIVERIES advisory: the worker died each time), is buried as a dead
+letter (:mod:`drydock.worker.dead_letters`) instead of vanishing. Cancelling
 :meth:`WakeConsumer.run` stops fetching and hands unfinished wakes back at once.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Awaitable, Callable
 
 import structlog
@@ -20,16 +23,21 @@ from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from pydantic import ValidationError
 
-from drydock.bus import Bus, EventType, RunEvent, Wake
+from drydock.bus import Bus, Wake
 from drydock.bus.streams import RUNS_STREAM, run_consumer
 from drydock.infra.cancellation import raise_if_cancelling
 from drydock.roles import Role
+from drydock.worker.dead_letters import DeadLetterOffice
 
 log = structlog.get_logger(__name__)
 
 WakeHandler = Callable[[Wake], Awaitable[None]]
 
 _MAX_NAK_DELAY = 60.0
+
+MAX_DELIVERIES_ADVISORY = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
+
+UNANSWERED = "every delivery ended without an answer (the worker stopped, crashed or was killed each time)"
 
 
 class WakeConsumer:
@@ -39,6 +47,7 @@ class WakeConsumer:
         role: Role,
         handler: WakeHandler,
         *,
+        dead_letters: DeadLetterOffice,
         concurrency: int,
         heartbeat: float,
         max_deliver: int,
@@ -51,6 +60,7 @@ class WakeConsumer:
         self._bus = bus
         self._role = role
         self._handler = handler
+        self._dead_letters = dead_letters
         self._concurrency = concurrency
         self._heartbeat = heartbeat
         self._max_deliver = max_deliver
@@ -62,6 +72,14 @@ class WakeConsumer:
     async def run(self) -> None:
         """Consume until cancelled; on cancellation hand every unfinished wake back."""
         subscription = await self._bus.js.pull_subscribe_bind(durable=self._durable, stream=self._stream)
+        # One replica of the role takes each advisory (core NATS, a queue group). The server sends
+        # it while serving a pull request, so the worker that pulls is listening: this
+        # subscription opens before the first pull and closes after the pull subscription.
+        advisories = await self._bus.nc.subscribe(
+            f"{MAX_DELIVERIES_ADVISORY}.{self._stream}.{self._durable}",
+            queue=f"dead-letters-{self._durable}",
+            cb=self._exhausted,
+        )
         slots = asyncio.Semaphore(self._concurrency)
         try:
             while True:
@@ -91,6 +109,8 @@ class WakeConsumer:
             for task in self.active:
                 task.cancel()
             await asyncio.gather(*self.active, return_exceptions=True)
+            with contextlib.suppress(NatsError):
+                await advisories.unsubscribe()
 
     def _finished(self, slots: asyncio.Semaphore) -> Callable[[asyncio.Task[None]], None]:
         def done(task: asyncio.Task[None]) -> None:
@@ -134,12 +154,21 @@ class WakeConsumer:
             await message.nak(delay=min(2.0 ** (delivered - 1), _MAX_NAK_DELAY))
             return
         await message.term()
-        with contextlib.suppress(Exception):
-            await self._bus.emit(
-                RunEvent(
-                    thread_id=wake.thread_id,
-                    run_id=f"wake-{message.metadata.sequence.stream if message.metadata.sequence else 0}",
-                    type=EventType.ERROR,
-                    data={"error": f"{type(error).__name__}: {error}", "deliveries": delivered, "gave_up": True},
-                )
-            )
+        sequence = message.metadata.sequence.stream if message.metadata.sequence else 0
+        await self._dead_letters.bury(
+            wake, sequence=sequence, deliveries=delivered, error=f"{type(error).__name__}: {error}"
+        )
+
+    async def _exhausted(self, advisory: Msg) -> None:
+        """A wake whose deliveries all timed out: bury it and remove it from the work queue."""
+        try:
+            notice = json.loads(advisory.data)
+            sequence, deliveries = int(notice["stream_seq"]), int(notice.get("deliveries") or self._max_deliver)
+            stored = await self._bus.js.get_msg(self._stream, sequence)
+            wake = Wake.model_validate_json(stored.data or b"")
+        except (ValueError, KeyError, TypeError, NatsError, ValidationError) as error:
+            log.error("max-deliveries advisory not handled", stream=self._stream, error=repr(error))
+            return
+        await self._dead_letters.bury(wake, sequence=sequence, deliveries=deliveries, error=UNANSWERED)
+        with contextlib.suppress(NatsError):
+            await self._bus.js.delete_msg(self._stream, sequence)

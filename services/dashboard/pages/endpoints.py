@@ -1,14 +1,14 @@
 """The web UI: server-rendered pages over the same services as the API. Every page reads
 without JavaScript; forms post back and redirect (or re-render with the field errors); the
 thread page follows its run live through a small script and server-sent HTML fragments.
-Each area's pages are a module here: threads, settings, review styles."""
+Each area's pages are a module here: threads, settings, review styles, dead letters."""
 
 from fastapi import APIRouter, Response
 from fastapi.responses import FileResponse, RedirectResponse
 
 from services.dashboard.context import Dashboard
 from services.dashboard.errors import NotFound
-from services.dashboard.pages import review_style_pages, settings_pages, thread_pages
+from services.dashboard.pages import dead_letter_pages, review_style_pages, settings_pages, thread_pages
 from services.dashboard.pages.common import PageKit
 from services.dashboard.pages.rendering import STATIC, STATIC_TYPES, Pages
 from services.dashboard.threads.service import Threads
@@ -32,4 +32,5 @@ def router(dashboard: Dashboard, pages: Pages, threads: Threads) -> APIRouter:
     thread_pages.routes(site, kit, threads)
     settings_pages.routes(site, kit)
     review_style_pages.routes(site, kit)
+    dead_letter_pages.routes(site, kit)
     return site

@@ -4,12 +4,15 @@ reached with :func:`activity_of`, so the state module stays as its owner wrote i
 
 from __future__ import annotations
 
+import re
 import weakref
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from tests.fakes.github.state import GitHubState
+
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
 CommentKind = Literal["issue_comment", "review_comment"]
 
@@ -35,6 +38,11 @@ class Comment:
     kind: CommentKind
     in_reply_to: int | None = None
     created_at: str = field(default_factory=now)
+
+    @property
+    def rendered(self) -> str:
+        """The body as GitHub shows it: HTML comments (Drydock's effect markers) are not rendered."""
+        return _HTML_COMMENT.sub("", self.body).rstrip()
 
 
 @dataclass

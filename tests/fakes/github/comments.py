@@ -1,4 +1,4 @@
-"""Comments: ``POST /repos/{owner}/{repo}/issues/{number}/comments`` and replies in a review
+"""Comments: ``POST`` and ``GET /repos/{owner}/{repo}/issues/{number}/comments`` and replies in a review
 comment's thread, ``POST /repos/{owner}/{repo}/pulls/{number}/comments/{id}/replies``."""
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ from tests.fakes.github.activity import Comment, activity_of
 from tests.fakes.github.auth import installation_token, state
 from tests.fakes.github.callers import app_of, body_field, bot_user, require
 from tests.fakes.github.errors import not_found
+from tests.fakes.github.pagination import paginate
 from tests.fakes.github.state import InstallationToken
 
 router = APIRouter()
 
 CREATE_DOCS = "https://docs.github.com/rest/issues/comments#create-an-issue-comment"
+LIST_DOCS = "https://docs.github.com/rest/issues/comments#list-issue-comments"
 REPLY_DOCS = "https://docs.github.com/rest/pulls/comments#create-a-reply-for-a-review-comment"
 
 
@@ -69,6 +71,41 @@ async def create_comment(
     bot = bot_user(app_of(request, token))
     comment = activity.add_comment(full_name, number, text, login=bot["login"])
     return JSONResponse(comment_json(comment, _base(request), bot), status_code=201)
+
+
+def _author(login: str) -> dict[str, Any]:
+    if login.endswith("[bot]"):
+        return {"login": login, "id": 41898282, "node_id": f"BOT_{login}", "type": "Bot", "site_admin": False}
+    return {
+        "login": login,
+        "id": abs(hash(login)) % 10**8,
+        "node_id": f"U_{login}",
+        "type": "User",
+        "site_admin": False,
+    }
+
+
+@router.get("/repos/{owner}/{repo}/issues/{number}/comments")
+async def list_comments(
+    owner: str,
+    repo: str,
+    number: int,
+    request: Request,
+    token: Annotated[InstallationToken, Depends(installation_token)],
+) -> JSONResponse:
+    full_name = f"{owner}/{repo}"
+    github = state(request)
+    activity = activity_of(github)
+    issue = activity.issue(full_name, number)
+    permission = "pull_requests" if issue and issue.pull_request else "issues"
+    if issue is None or not github.token_allows(token.token, full_name, permission=permission, level="read"):
+        raise not_found(LIST_DOCS)
+    issue_comments = sorted(
+        (c for c in activity.comments_on(full_name, number) if c.kind == "issue_comment"), key=lambda c: c.id
+    )
+    page, headers = paginate(request, issue_comments)
+    base = _base(request)
+    return JSONResponse([comment_json(c, base, _author(c.login)) for c in page], headers=headers)
 
 
 @router.post("/repos/{owner}/{repo}/pulls/{number}/comments/{comment_id}/replies")

@@ -197,18 +197,24 @@ class GithubClient:
         return installation_id
 
     async def _as_installation(
-        self, installation_id: int | None, full_name: str | None, method: str, path: str, json: Any = None
+        self,
+        installation_id: int | None,
+        full_name: str | None,
+        method: str,
+        path: str,
+        json: Any = None,
+        params: dict[str, str] | None = None,
     ) -> httpx.Response:
         if installation_id is None:
             if full_name is None:
                 raise ValueError("an installation id or a repository is required")
             installation_id = await self.installation_for(full_name)
         token = TokenAuthStrategy(await self.installation_token(installation_id))
-        response = await self._send(self._github.with_auth(token), method, path, json)
+        response = await self._send(self._github.with_auth(token), method, path, json, params)
         if response.status_code == 401:
             self._tokens.pop(installation_id, None)
             token = TokenAuthStrategy(await self.installation_token(installation_id))
-            response = await self._send(self._github.with_auth(token), method, path, json)
+            response = await self._send(self._github.with_auth(token), method, path, json, params)
         return response
 
     # Conversation
@@ -226,6 +232,25 @@ class GithubClient:
             installation_id, full_name, "POST", f"/repos/{full_name}/issues/{number}/comments", {"body": body}
         )
         return _checked(response, f"commenting on {full_name}#{number}")
+
+    async def list_comments(
+        self, installation_id: int | None, full_name: str, number: int, *, limit: int = 3000
+    ) -> list[dict[str, Any]]:
+        """The comments on an issue or pull request, oldest first, at most ``limit``."""
+        doing = f"listing the comments on {full_name}#{number}"
+        found: list[dict[str, Any]] = []
+        page = 1
+        while len(found) < limit:
+            params = {"per_page": "100", "page": str(page)}
+            path = f"/repos/{full_name}/issues/{number}/comments"
+            batch = _checked_list(
+                await self._as_installation(installation_id, full_name, "GET", path, None, params), doing
+            )
+            found += batch
+            if len(batch) < 100:
+                break
+            page += 1
+        return found[:limit]
 
     async def reply_to_review_comment(
         self, installation_id: int | None, full_name: str, number: int, comment_id: int, body: str

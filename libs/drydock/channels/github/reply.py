@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from drydock.bus.envelopes import InboxMessage, ReplyAddress
 from drydock.channels.github.client import GithubClient
+from drydock.effects import marked, marker
 
 
 def _installation(address: dict[str, str]) -> int | None:
@@ -16,9 +17,12 @@ class GithubReplies:
     def __init__(self, client: GithubClient) -> None:
         self._client = client
 
-    async def reply(self, address: ReplyAddress, text: str) -> None:
-        """Post ``text`` where the conversation happens; a review comment is answered in its thread."""
+    async def reply(self, address: ReplyAddress, text: str, *, effect: str | None = None) -> None:
+        """Post ``text`` where the conversation happens; a review comment is answered in its thread.
+        ``effect`` is kept in the comment as a hidden marker, for :meth:`find_reply`."""
         where = address.address
+        if effect is not None:
+            text = marked(text, effect)
         if "number" not in where:
             raise ValueError("a GitHub reply address needs an issue or pull request number")
         full_name, number = where["repository"], int(where["number"])
@@ -28,6 +32,15 @@ class GithubReplies:
             )
         else:
             await self._client.create_comment(_installation(where), full_name, number, text)
+
+    async def find_reply(self, address: ReplyAddress, effect: str) -> bool:
+        """Whether the issue or pull request holds a comment marked with ``effect``. Replies in a
+        review comment's thread are not looked up: they are posted again."""
+        where = address.address
+        if where.get("review_comment_id") or "number" not in where:
+            return False
+        comments = await self._client.list_comments(_installation(where), where["repository"], int(where["number"]))
+        return any(marker(effect) in str(comment.get("body") or "") for comment in comments)
 
     async def acknowledge(self, message: InboxMessage) -> bool:
         """React with 👀 to the comment or issue that triggered the run; False when the source

@@ -19,6 +19,9 @@ from drydock.channels.errors import ChannelNotConfigured, OutboundFailed
 from drydock.config import SlackSettings
 from drydock.errors import describe
 
+EFFECT_EVENT = "drydock_effect"
+"""The metadata event type of a message Drydock posted as an effect (:mod:`drydock.effects`)."""
+
 
 class SlackClient:
     def __init__(self, settings: SlackSettings) -> None:
@@ -56,14 +59,48 @@ class SlackClient:
             raise OutboundFailed(f"Slack unreachable {doing}: {describe(error)}") from None
         return dict(response.data) if isinstance(response.data, dict) else {}
 
-    async def post_in_thread(self, channel: str, thread_ts: str, text: str) -> str:
-        """Post ``text`` as a reply in the thread; returns the new message's ``ts``."""
+    async def post_in_thread(self, channel: str, thread_ts: str, text: str, *, effect: str | None = None) -> str:
+        """Post ``text`` as a reply in the thread; returns the new message's ``ts``. ``effect``
+        goes into the message's metadata, for :meth:`find_effect`."""
+        metadata = None if effect is None else {"event_type": EFFECT_EVENT, "event_payload": {"effect": effect}}
         found = await self._call(
             "chat.postMessage",
             f"posting in {channel}",
-            lambda web: web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text),
+            lambda web: web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text, metadata=metadata),
         )
         return str(found.get("ts", ""))
+
+    @staticmethod
+    def _replies(
+        channel: str, thread_ts: str, cursor: str | None
+    ) -> Callable[[AsyncWebClient], Awaitable[AsyncSlackResponse]]:
+        return lambda web: web.conversations_replies(
+            channel=channel, ts=thread_ts, include_all_metadata=True, limit=200, cursor=cursor
+        )
+
+    async def find_effect(self, channel: str, thread_ts: str, effect: str, *, limit: int = 1000) -> str | None:
+        """The ``ts`` of the thread's message posted with ``effect`` in its metadata, if any."""
+        cursor: str | None = None
+        seen = 0
+        while seen < limit:
+            page = await self._call(
+                "conversations.replies",
+                f"reading the thread {thread_ts} in {channel}",
+                self._replies(channel, thread_ts, cursor),
+            )
+            messages = page.get("messages") or []
+            for message in messages:
+                metadata = message.get("metadata") or {}
+                if (
+                    metadata.get("event_type") == EFFECT_EVENT
+                    and (metadata.get("event_payload") or {}).get("effect") == effect
+                ):
+                    return str(message.get("ts", ""))
+            seen += len(messages)
+            cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
+            if not page.get("has_more") or cursor is None:
+                return None
+        return None
 
     async def add_reaction(self, channel: str, ts: str, name: str = "eyes") -> None:
         """React to a message; a reaction that is already there counts as done."""

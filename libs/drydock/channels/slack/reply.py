@@ -10,9 +10,14 @@ class SlackReplies:
     def __init__(self, client: SlackClient) -> None:
         self._client = client
 
-    async def reply(self, address: ReplyAddress, text: str) -> None:
+    async def reply(self, address: ReplyAddress, text: str, *, effect: str | None = None) -> None:
         where = address.address
-        await self._client.post_in_thread(where["channel"], where["thread_ts"], text)
+        await self._client.post_in_thread(where["channel"], where["thread_ts"], text, effect=effect)
+
+    async def find_reply(self, address: ReplyAddress, effect: str) -> bool:
+        """Whether the thread holds a reply posted as ``effect`` (found by its message metadata)."""
+        where = address.address
+        return await self._client.find_effect(where["channel"], where["thread_ts"], effect) is not None
 
     async def acknowledge(self, message: InboxMessage) -> bool:
         """React with 👀 to the message that triggered the run."""

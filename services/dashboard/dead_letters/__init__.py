@@ -1,0 +1,1 @@
+"""Dead letters for administrators: the wakes that used up their deliveries, and a retry."""
