@@ -2,7 +2,9 @@
 
 The images come from ``pdm run images`` (``--base debootstrap --infra --load containerd:SOCKET``
 on the k8s lab; ``--infra --load kind`` on kind). NATS and Valkey run as pods from
-``integration/cluster/infra.yaml``. The release and its namespaces are this run's own
+``integration/cluster/infra.yaml``, with credentials made for this run: one NATS user per
+service with the permissions of ``drydock nats-permissions``, and the Valkey ACL user Drydock
+connects as (``lab-values.yaml`` wires both through the chart). The release and its namespaces are this run's own
 (``drydock-it``, ``drydock-it-infra``, ``drydock-it-sandboxes``) and are removed at the end.
 
 On a cluster older than the chart's ``kubeVersion`` (the lab runs v1.20), a copy of the chart
@@ -13,9 +15,11 @@ the API server from pods; see that module).
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -24,6 +28,8 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
+from drydock.bus.permissions import nats_authorization, service_permissions
+from drydock.infra.embedded import REDIS_USER
 from tools.helm import HelmUnavailable, install
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +39,8 @@ NAMESPACE = "drydock-it"
 INFRA_NAMESPACE = "drydock-it-infra"
 SANDBOX_NAMESPACE = "drydock-it-sandboxes"
 WEBHOOK_SECRET = "integration-webhook-secret"
+pytestmark = pytest.mark.timeout(1800)
+
 SUPPORTED = re.compile(r'^kubeVersion:\s*">=(\d+)\.(\d+)', re.MULTILINE)
 
 
@@ -80,6 +88,32 @@ def chart(helm: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return copy
 
 
+def _secret(namespace: str, name: str, values: dict[str, str]) -> None:
+    """A Secret built from ``values`` (file contents or passwords), through stdin, never argv."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {key: base64.b64encode(value.encode()).decode() for key, value in values.items()},
+    }
+    _kubectl("apply", "-f", "-", stdin=json.dumps(body))
+
+
+def _control_plane_credentials() -> None:
+    """Fresh passwords: the servers' configuration in the infra namespace, the services' in the release's."""
+    passwords = {user: secrets.token_urlsafe(24) for user in service_permissions()}
+    redis_password = secrets.token_urlsafe(24)
+    nats_conf = (
+        'listen: "0.0.0.0:4222"\nhttp: "0.0.0.0:8222"\n'
+        'jetstream { store_dir: "/data/jetstream" }\n' + nats_authorization(passwords)
+    )
+    acl = f"user default off\nuser {REDIS_USER} on >{redis_password} ~* &* +@all\n"
+    _secret(INFRA_NAMESPACE, "nats-config", {"nats.conf": nats_conf})
+    _secret(INFRA_NAMESPACE, "valkey-acl", {"users.acl": acl})
+    _secret(NAMESPACE, "drydock-nats-users", passwords)
+    _secret(NAMESPACE, "drydock-redis", {"password": redis_password})
+
+
 def _delete_namespaces() -> None:
     for namespace in (NAMESPACE, INFRA_NAMESPACE, SANDBOX_NAMESPACE):
         _kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=true", "--timeout=180s", check=False)
@@ -92,9 +126,10 @@ def release(helm: Path, chart: Path) -> Iterator[str]:
     _delete_namespaces()
     try:
         _kubectl("create", "namespace", INFRA_NAMESPACE)
+        _kubectl("create", "namespace", NAMESPACE)
+        _control_plane_credentials()
         _kubectl("-n", INFRA_NAMESPACE, "apply", "-f", str(ROOT / "integration" / "cluster" / "infra.yaml"))
         _kubectl("-n", INFRA_NAMESPACE, "wait", "--for=condition=available", "deployment", "--all", "--timeout=300s")
-        _kubectl("create", "namespace", NAMESPACE)
         _kubectl(
             "-n", NAMESPACE, "create", "secret", "generic", "drydock",
             f"--from-literal=encryption-keys={json.dumps([Fernet.generate_key().decode()])}",

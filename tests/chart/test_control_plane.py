@@ -167,6 +167,10 @@ class TestCredentials:
             assert env["DRYDOCK_NATS_USER"]["value"] == PROVISIONER
             assert env["DRYDOCK_NATS_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == PROVISIONER
             assert not any("value" in variable and "PASSWORD" in name for name, variable in env.items())
+            # Provisioning writes the store epoch too, so the step reaches Redis as the services do.
+            service = environment(deployment["spec"]["template"]["spec"]["containers"][0])
+            for name in ("DRYDOCK_REDIS_URL", "DRYDOCK_REDIS_USERNAME", "DRYDOCK_REDIS_PASSWORD"):
+                assert env[name] == service[name], name
 
     def test_valkey_user_and_password_come_from_a_secret(self, manifests: list[Manifest]) -> None:
         for deployment in of_kind(manifests, "Deployment"):

@@ -72,6 +72,22 @@ app.kubernetes.io/component: {{ .name }}
 {{- end -}}
 
 {{/* The environment of `drydock provision`: the bus settings every service shares, as the provisioner. */}}
+{{/* Redis: the URL, the ACL user and its password; call with .Values. */}}
+{{- define "drydock.redisEnv" -}}
+{{ include "drydock.urlEnv" (dict "name" "DRYDOCK_REDIS_URL" "value" .redis.url "secret" .redis.urlSecret "what" "redis.url") }}
+{{- if .redis.username }}
+- name: DRYDOCK_REDIS_USERNAME
+  value: {{ .redis.username | quote }}
+{{- end }}
+{{- with .redis.passwordSecret }}
+- name: DRYDOCK_REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ required "redis.passwordSecret.name is required" .name }}
+      key: {{ required "redis.passwordSecret.key is required" .key }}
+{{- end }}
+{{- end -}}
+
 {{- define "drydock.provisionEnv" -}}
 {{- $values := .Values -}}
 - name: DRYDOCK_ENVIRONMENT
@@ -80,6 +96,7 @@ app.kubernetes.io/component: {{ .name }}
 - name: DRYDOCK_NATS_REPLICAS
   value: {{ $values.nats.replicas | quote }}
 {{- include "drydock.natsUserEnv" (dict "root" . "user" "provisioner") }}
+{{ include "drydock.redisEnv" $values }}
 - name: DRYDOCK_DASHBOARD_DEV_LOGIN
   value: "false"
 {{- range $key, $value := $values.env }}
@@ -104,18 +121,7 @@ app.kubernetes.io/component: {{ .name }}
 - name: DRYDOCK_NATS_PROVISION
   value: "false"
 {{- end }}
-{{ include "drydock.urlEnv" (dict "name" "DRYDOCK_REDIS_URL" "value" $values.redis.url "secret" $values.redis.urlSecret "what" "redis.url") }}
-{{- if $values.redis.username }}
-- name: DRYDOCK_REDIS_USERNAME
-  value: {{ $values.redis.username | quote }}
-{{- end }}
-{{- with $values.redis.passwordSecret }}
-- name: DRYDOCK_REDIS_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ required "redis.passwordSecret.name is required" .name }}
-      key: {{ required "redis.passwordSecret.key is required" .key }}
-{{- end }}
+{{ include "drydock.redisEnv" $values }}
 - name: DRYDOCK_HTTP_HOST
   value: "0.0.0.0"
 - name: DRYDOCK_HTTP_PORT
