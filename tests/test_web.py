@@ -4,8 +4,10 @@ import asyncio
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -72,16 +74,20 @@ class TestProbes:
         assert "process_resident_memory_bytes" in response.text
 
 
-def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    """``drydock ARGS`` with only ``env`` of the DRYDOCK_ variables, in ``cwd`` (by default a fresh
+    directory, so that a development key it writes lands nowhere that matters)."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("DRYDOCK_")} | env
-    return subprocess.run(
-        [sys.executable, "-m", "drydock", *args],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    with tempfile.TemporaryDirectory(prefix="drydock-cli-") as scratch:
+        return subprocess.run(
+            [sys.executable, "-m", "drydock", *args],
+            env=environment,
+            cwd=cwd or scratch,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
 
 
 class TestDirectRoutes:
@@ -182,3 +188,32 @@ class TestCommandLine:
         result = run_cli("serve", "nope", DRYDOCK_NATS_URL=settings.nats.url, DRYDOCK_REDIS_URL=settings.redis.url)
         assert result.returncode == 2
         assert "unknown service 'nope'" in result.stderr
+
+
+class TestCryptoKeysAtStart:
+    def test_production_without_keys_refuses_to_start_naming_the_setting(self, settings: Settings) -> None:
+        assert settings.nats.url is not None
+        assert settings.redis.url is not None
+        result = run_cli(
+            "serve",
+            "web",
+            DRYDOCK_ENVIRONMENT="production",
+            DRYDOCK_NATS_URL=settings.nats.url,
+            DRYDOCK_REDIS_URL=settings.redis.url,
+        )
+        assert result.returncode == 2
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1
+        assert lines[0].startswith("drydock: DRYDOCK_CRYPTO_KEYS is unset; web cannot")
+
+    def test_development_without_keys_generates_one_beside_the_project(self, tmp_path: Path) -> None:
+        # Unreachable NATS: the start-up gets as far as the keys and then stops.
+        result = run_cli("serve", "web", cwd=tmp_path, DRYDOCK_NATS_URL=f"nats://127.0.0.1:{free_port()}")
+        key_file = tmp_path / ".drydock" / "dev" / "crypto-key"
+        assert result.returncode == 1
+        assert f"using the development key generated in {Path('.drydock') / 'dev' / 'crypto-key'}" in result.stderr
+        assert key_file.stat().st_mode & 0o777 == 0o600
+        first = key_file.read_text()
+        again = run_cli("serve", "web", cwd=tmp_path, DRYDOCK_NATS_URL=f"nats://127.0.0.1:{free_port()}")
+        assert "using the development key in" in again.stderr
+        assert key_file.read_text() == first

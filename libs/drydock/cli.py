@@ -14,7 +14,7 @@ import drydock
 from drydock import services
 from drydock.bus import BusUnavailable
 from drydock.bus.asyncapi import asyncapi_document
-from drydock.config import ConfigError, Settings, load_settings
+from drydock.config import ConfigError, Environment, Settings, load_settings
 from drydock.http import ListenError, run_with_health
 from drydock.infra.embedded import EmbeddedServerError
 from drydock.infra.redis import StoreUnavailable
@@ -82,6 +82,29 @@ def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
+class MissingCryptoKeys(RuntimeError):
+    """Production without ``DRYDOCK_CRYPTO_KEYS`` for a service that needs them."""
+
+
+def _with_crypto_keys(settings: Settings, args: argparse.Namespace) -> Settings:
+    """Settings with ``DRYDOCK_CRYPTO_KEYS`` where the services to run need them: the configured
+    keys; in development, the generated development key; in production, :class:`MissingCryptoKeys`."""
+    if settings.crypto.keys:
+        return settings
+    chosen = [services.get(args.service)] if args.command == "serve" else list(services.available().values())
+    needing = [service.name for service in chosen if service.needs_crypto_keys]
+    if not needing:
+        return settings
+    if settings.environment is Environment.PRODUCTION:
+        raise MissingCryptoKeys(
+            f"DRYDOCK_CRYPTO_KEYS is unset; {', '.join(needing)} cannot sign or verify grants, sessions and "
+            "sandbox records without it (a JSON list of Fernet keys, newest first)"
+        )
+    from drydock.dev import with_development_keys
+
+    return with_development_keys(settings)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     if args.command == "version":
@@ -97,13 +120,14 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(EXIT_CONFIG) from None
     configure_logging(settings.log, settings.log_format)
     try:
+        settings = _with_crypto_keys(settings, args)
         if args.command == "dev":
             from drydock.dev import run_dev
 
             run_until_signalled(run_dev(settings))
         else:
             run_until_signalled(serve(settings, args.service))
-    except services.UnknownService as error:
+    except (services.UnknownService, MissingCryptoKeys) as error:
         print(f"drydock: {error}", file=sys.stderr)
         raise SystemExit(EXIT_CONFIG) from None
     except (BusUnavailable, StoreUnavailable, EmbeddedServerError, ListenError) as error:

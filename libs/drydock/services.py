@@ -29,6 +29,9 @@ class Service:
     """False for services without an HTTP app of their own (workers, the autofix controller):
     ``drydock serve`` then answers ``/healthz``, ``/readyz`` and ``/metrics`` for them on
     ``DRYDOCK_HTTP_HOST``:``DRYDOCK_HTTP_PORT`` (unless ``DRYDOCK_HTTP_HEALTH_LISTENER`` is off)."""
+    needs_crypto_keys: bool = True
+    """Whether the service signs or verifies records with ``DRYDOCK_CRYPTO_KEYS`` (grants,
+    sessions, sandbox records); in production it refuses to start without them."""
 
 
 class UnknownService(LookupError):

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import secrets
 import shutil
 import socket
 import subprocess
@@ -131,7 +130,7 @@ class LocalProvider:
             raise ValueError(f"labels {sorted(reserved)} are set by the local provider")
         sandbox_id = f"sbx-{uuid.uuid4().hex}"
         directory = self.root / sandbox_id
-        token = secrets.token_urlsafe(32)
+        token = self._records.daemon_token(sandbox_id)
         try:
             await asyncio.to_thread(_make_directories, directory)
         except OSError as error:
