@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -17,16 +18,18 @@ from tests.infra.test_embedded import alive, server_pids, wait_gone
 
 class TestDev:
     @pytest.mark.timeout(240)
-    async def test_starts_everything_and_stops_cleanly_on_sigint(self) -> None:
+    async def test_starts_everything_and_stops_cleanly_on_sigint(self, tmp_path: Path) -> None:
         port = free_port()
         environment = {k: v for k, v in os.environ.items() if not k.startswith("DRYDOCK_")}
         environment["DRYDOCK_HTTP_PORT"] = str(port)
+        environment["DRYDOCK_HTTP_METRICS_PORT"] = str(free_port())
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "drydock",
             "dev",
             env=environment,
+            cwd=tmp_path,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
         )
@@ -48,6 +51,10 @@ class TestDev:
             assert nats_port
             assert redis_port
             assert f"web: http://127.0.0.1:{port}" in text
+            assert (
+                "DRYDOCK_CRYPTO_KEYS is unset: using the development key generated in .drydock/dev/crypto-key" in text
+            )
+            assert (tmp_path / ".drydock" / "dev" / "crypto-key").stat().st_mode & 0o777 == 0o600
             pids = [
                 pid for cmd, pid in server_pids().items() if f"-p {nats_port[1]}" in cmd or f":{redis_port[1]}" in cmd
             ]

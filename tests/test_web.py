@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import os
 import subprocess
 import sys
@@ -17,8 +19,8 @@ from nats.aio.client import Client as NatsClient
 from redis.asyncio import Redis
 
 from drydock.bus import Bus
-from drydock.config import HttpSettings, Settings
-from drydock.http import DirectRoute, create_app, serve
+from drydock.config import Environment, HttpSettings, Settings
+from drydock.http import DirectRoute, ListenError, create_app, serve
 from drydock.infra.embedded import free_port
 from drydock.infra.redis import Keys
 from drydock.runtime import Runtime
@@ -68,10 +70,63 @@ class TestProbes:
         finally:
             await dead.aclose()
 
-    async def test_metrics(self, web: httpx.AsyncClient) -> None:
-        response = await web.get("/metrics")
-        assert response.status_code == 200
-        assert "process_resident_memory_bytes" in response.text
+    async def test_the_web_app_does_not_answer_metrics(self, web: httpx.AsyncClient) -> None:
+        assert (await web.get("/metrics")).status_code == 404
+
+
+async def _get(url: str) -> httpx.Response:
+    """``url``'s answer once its server listens (within 30 s)."""
+    deadline = asyncio.get_running_loop().time() + 30
+    async with httpx.AsyncClient(trust_env=False) as client:
+        while True:
+            try:
+                return await client.get(url, timeout=5)
+            except httpx.ConnectError:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+                await asyncio.sleep(0.02)
+
+
+class TestMetricsPort:
+    async def test_metrics_answer_on_their_own_port_only(self, runtime_for_web: Runtime) -> None:
+        http = HttpSettings(port=free_port(), metrics_port=free_port())
+        server = asyncio.create_task(serve(create_app("web", runtime_for_web), http))
+        try:
+            metrics = await _get(f"http://127.0.0.1:{http.metrics_port}/metrics")
+            assert metrics.status_code == 200
+            assert "process_resident_memory_bytes" in metrics.text
+            assert (await _get(f"http://127.0.0.1:{http.port}/metrics")).status_code == 404
+            assert (await _get(f"http://127.0.0.1:{http.metrics_port}/healthz")).status_code == 404
+        finally:
+            server.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await server
+        with pytest.raises(httpx.ConnectError):
+            async with httpx.AsyncClient(trust_env=False) as client:
+                await client.get(f"http://127.0.0.1:{http.metrics_port}/metrics")
+
+    async def test_a_busy_metrics_port_is_named(self, runtime_for_web: Runtime) -> None:
+        http = HttpSettings(port=free_port(), metrics_port=free_port())
+        blocker = await asyncio.start_server(lambda r, w: None, "127.0.0.1", http.metrics_port)
+        try:
+            with pytest.raises(ListenError, match=f"cannot listen on 127.0.0.1:{http.metrics_port}"):
+                await asyncio.wait_for(serve(create_app("web", runtime_for_web), http), 10)
+        finally:
+            blocker.close()
+            await blocker.wait_closed()
+
+
+class TestApiDocuments:
+    async def test_open_in_development(self, web: httpx.AsyncClient) -> None:
+        assert (await web.get("/openapi.json")).status_code == 200
+        assert (await web.get("/docs")).status_code == 200
+
+    async def test_absent_from_a_production_app(self, runtime_for_web: Runtime) -> None:
+        production = runtime_for_web.settings.model_copy(update={"environment": Environment.PRODUCTION})
+        runtime = dataclasses.replace(runtime_for_web, settings=production)
+        async for client in client_for(create_app("web", runtime)):
+            for path in ("/openapi.json", "/docs", "/redoc"):
+                assert (await client.get(path)).status_code == 404
 
 
 def run_cli(*args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
@@ -130,7 +185,7 @@ class TestDirectRoutes:
 
 class TestKeepAlive:
     async def test_an_idle_connection_is_closed_after_the_setting(self, runtime_for_web: Runtime) -> None:
-        http = HttpSettings(port=free_port(), keep_alive=timedelta(seconds=1))
+        http = HttpSettings(port=free_port(), metrics_port=free_port(), keep_alive=timedelta(seconds=1))
         server = asyncio.create_task(serve(create_app("web", runtime_for_web), http))
         try:
             for _ in range(200):

@@ -7,6 +7,7 @@ import secrets
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet
@@ -57,7 +58,7 @@ class TestForgedGrantsThroughTheProxy:
         assert reviewer.token is not None
         chosen = TOKEN_PREFIX + secrets.token_urlsafe(32)
         now = datetime.now(UTC)
-        record = {
+        record: dict[Any, str] = {
             "role": Role.CODER.value,
             "sandbox_id": reviewer.sandbox_id,
             "thread_id": thread_id,

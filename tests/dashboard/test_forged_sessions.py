@@ -7,6 +7,7 @@ import hashlib
 import json
 import secrets
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 from cryptography.fernet import Fernet
 
@@ -60,7 +61,7 @@ class TestForgedSessions:
         person = await site.session("gh-2", "bob")
         cookie = person.client.cookies["drydock_session"]
         key = _session_key(site, cookie)
-        stored = json.loads(await site.runtime.redis.get(key))
+        stored = json.loads(cast(str, await site.runtime.redis.get(key)))
         stored["session"] = stored["session"].replace('"admin":false', '"admin":true')
         assert '"admin":true' in stored["session"]
         await site.runtime.redis.set(key, json.dumps(stored))
@@ -68,7 +69,7 @@ class TestForgedSessions:
 
     async def test_a_session_moved_to_another_cookie_is_refused(self, site: Site) -> None:
         person = await site.session("gh-1", "root", admin=True)
-        stored = await site.runtime.redis.get(_session_key(site, person.client.cookies["drydock_session"]))
+        stored = cast(str, await site.runtime.redis.get(_session_key(site, person.client.cookies["drydock_session"])))
         cookie = secrets.token_urlsafe(32)
         await site.runtime.redis.set(_session_key(site, cookie), stored)
         assert await _me(site, cookie) == 401

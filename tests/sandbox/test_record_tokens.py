@@ -4,7 +4,7 @@ without the server's key is not used: the test holds the store, as if it had lea
 from __future__ import annotations
 
 import uuid
-from typing import cast
+from typing import Any, cast
 
 import httpx
 from cryptography.fernet import Fernet
@@ -67,7 +67,7 @@ class TestTamperedRecords:
         self, local_provider: LocalProvider, records: SandboxRecords, redis: Redis, keys: Keys
     ) -> None:
         handle = await local_provider.create(str(uuid.uuid4()))
-        record = cast(dict[str, str], await redis.hgetall(keys.sandbox(handle.id)))
+        record = cast(dict[Any, str], await redis.hgetall(keys.sandbox(handle.id)))
         await redis.hset(keys.sandbox("sbx-other"), mapping=record)
         assert await records.get("sbx-other") is None
 
