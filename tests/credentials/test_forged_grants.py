@@ -120,6 +120,14 @@ class TestTamperedRecords:
         await redis.hdel(keys.grant(digest(issued.token)), "revoked_at", "revoked_reason")
         assert await credentials.grants.get(issued.token) is None
 
+    async def test_an_emptied_revocation_field_is_refused(
+        self, credentials: ProxyCredentials, issued: SandboxGrant, redis: Redis, keys: Keys
+    ) -> None:
+        assert issued.token is not None
+        # An absent field and an empty one are signed differently.
+        await redis.hset(keys.grant(digest(issued.token)), "revoked_at", "")
+        assert await credentials.grants.get(issued.token) is None
+
     async def test_another_repository_is_refused(
         self, credentials: ProxyCredentials, issued: SandboxGrant, redis: Redis, keys: Keys
     ) -> None:

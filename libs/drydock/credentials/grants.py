@@ -146,12 +146,12 @@ class GrantStore:
         self._swap = redis.register_script(_SWAP)
 
     def _sign(self, grant_digest: str, record: Mapping[str, str]) -> str:
-        return self._server_keys.sign(Purpose.GRANT, grant_digest, *(record.get(name, "") for name in _FIELDS))
+        return self._server_keys.sign(Purpose.GRANT, grant_digest, *(record.get(name) for name in _FIELDS))
 
     def _verified(self, grant_digest: str, record: Mapping[str, str]) -> bool:
         mac = record.get("mac")
         return mac is not None and self._server_keys.verify(
-            Purpose.GRANT, mac, grant_digest, *(record.get(name, "") for name in _FIELDS)
+            Purpose.GRANT, mac, grant_digest, *(record.get(name) for name in _FIELDS)
         )
 
     async def _read(self, grant_digest: str) -> dict[str, str] | None:

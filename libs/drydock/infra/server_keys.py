@@ -56,8 +56,9 @@ def _material(key: SecretStr | str, position: int) -> bytes:
     return decoded
 
 
-def _message(parts: Sequence[str]) -> bytes:
-    # A JSON list keeps the boundaries between fields: ("ab", "c") and ("a", "bc") differ.
+def _message(parts: Sequence[str | None]) -> bytes:
+    # A JSON list keeps the boundaries between fields: ("ab", "c") and ("a", "bc") differ, and
+    # an absent field (None) differs from an empty one.
     return json.dumps(list(parts), separators=(",", ":")).encode()
 
 
@@ -89,11 +90,11 @@ class ServerKeys:
             self._derived[purpose] = derived
         return derived
 
-    def sign(self, purpose: Purpose, *parts: str) -> str:
+    def sign(self, purpose: Purpose, *parts: str | None) -> str:
         """The MAC of ``parts`` under the newest key, as hex."""
         return hmac.new(self._keys(purpose)[0], _message(parts), hashlib.sha256).hexdigest()
 
-    def verify(self, purpose: Purpose, mac: str, *parts: str) -> bool:
+    def verify(self, purpose: Purpose, mac: str, *parts: str | None) -> bool:
         """Whether ``mac`` is the MAC of ``parts`` under any configured key (constant-time)."""
         message = _message(parts)
         valid = False
