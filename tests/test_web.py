@@ -272,3 +272,17 @@ class TestCryptoKeysAtStart:
         again = run_cli("serve", "web", cwd=tmp_path, DRYDOCK_NATS_URL=f"nats://127.0.0.1:{free_port()}")
         assert "using the development key in" in again.stderr
         assert key_file.read_text() == first
+
+
+class TestAppFromTheEnvironment:
+    def test_development_without_keys_uses_the_development_key(self, env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        env.chdir(tmp_path)
+        create_app("web")
+        assert (tmp_path / ".drydock" / "dev" / "crypto-key").stat().st_mode & 0o777 == 0o600
+
+    def test_production_leaves_the_keys_to_the_operator(self, env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        env.chdir(tmp_path)
+        env.setenv("DRYDOCK_ENVIRONMENT", "production")
+        app = create_app("web")
+        assert not (tmp_path / ".drydock").exists()
+        assert app.openapi_url is None

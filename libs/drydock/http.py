@@ -24,7 +24,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import drydock
-from drydock.config import Environment, HttpSettings, load_settings
+from drydock.config import Environment, HttpSettings, Settings, load_settings
 from drydock.errors import describe
 from drydock.runtime import Runtime, open_runtime
 from drydock.telemetry import metrics_response
@@ -72,8 +72,9 @@ class _App(FastAPI):
 
 
 def create_app(name: str, runtime: Runtime | None = None, routers: list[RouterFactory] | None = None) -> FastAPI:
-    """The service's app. Without a runtime, its lifespan opens one from the environment."""
-    settings = runtime.settings if runtime is not None else load_settings()
+    """The service's app. Without a runtime, its lifespan opens one from the environment (with
+    the development key when ``DRYDOCK_CRYPTO_KEYS`` is unset in development, as ``drydock dev``)."""
+    settings = runtime.settings if runtime is not None else _from_environment()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: _App) -> AsyncIterator[None]:
@@ -116,6 +117,15 @@ def metrics_app() -> Starlette:
         return Response(body, media_type=content_type)
 
     return Starlette(routes=[Route("/metrics", metrics, methods=["GET"])])
+
+
+def _from_environment() -> Settings:
+    settings = load_settings()
+    if settings.environment is Environment.DEVELOPMENT:
+        from drydock.dev import with_development_keys
+
+        settings = with_development_keys(settings)
+    return settings
 
 
 def _mount(app: _App, runtime: Runtime, routers: list[RouterFactory]) -> None:
