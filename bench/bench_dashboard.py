@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import aiohttp
+from cryptography.fernet import Fernet
 
 from bench.harness import Figures, report
 from drydock.accounts import AccountsStore, RepositorySettings
@@ -35,6 +36,7 @@ from drydock.bus import Bus, EventType, RunEvent, connect_nats
 from drydock.config import load_settings
 from drydock.infra.embedded import EmbeddedUrls, embedded_infrastructure, free_port
 from drydock.infra.redis import Keys, connect_redis
+from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role
 from drydock.threads.fields import CHANNEL, CREATED_AT, OWNER, REPOSITORY, TITLE
 from drydock.threads.metadata import ThreadMetadataStore
@@ -91,6 +93,10 @@ async def seed(redis_url: str, prefix: str) -> tuple[str, str]:
         await redis.aclose()
 
 
+CRYPTO_KEY = Fernet.generate_key().decode()
+"""The dashboard process's DRYDOCK_CRYPTO_KEYS, so that sessions made here verify there."""
+
+
 @contextlib.asynccontextmanager
 async def dashboard_process(urls: EmbeddedUrls, prefix: str) -> AsyncIterator[str]:
     port = free_port()
@@ -105,6 +111,7 @@ async def dashboard_process(urls: EmbeddedUrls, prefix: str) -> AsyncIterator[st
         "DRYDOCK_DASHBOARD_COOKIE_SECURE": "false",
         "DRYDOCK_DASHBOARD_EVENT_STREAM_LIFETIME": "600",
         "DRYDOCK_LOG_LEVEL": "WARNING",
+        "DRYDOCK_CRYPTO_KEYS": json.dumps([CRYPTO_KEY]),
     }
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "drydock", "serve", "dashboard", env=environment, stdout=asyncio.subprocess.DEVNULL
@@ -143,7 +150,7 @@ async def session_as(url: str, redis_url: str, prefix: str, user_id: str) -> aio
     """A session of a GitHub person (its access is what :func:`seed` stored)."""
     redis = await connect_redis(load_settings(redis={"url": redis_url}).redis)
     try:
-        token, _ = await SessionStore(redis, Keys(prefix), ttl=timedelta(hours=1)).create(
+        token, _ = await SessionStore(redis, Keys(prefix), ServerKeys([CRYPTO_KEY]), ttl=timedelta(hours=1)).create(
             user_id=user_id, provider="github", login="restricted"
         )
     finally:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import tempfile
 import uuid
 
+from cryptography.fernet import Fernet
+
 from bench.harness import measure, report
 from drydock.config import SandboxSettings, load_settings
 from drydock.infra.embedded import embedded_infrastructure
 from drydock.infra.redis import Keys, connect_redis
+from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role
 from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.credentials import NoProxy
@@ -27,10 +30,12 @@ from drydock.threads.metadata import ThreadMetadataStore
 
 async def main() -> None:
     async with embedded_infrastructure() as urls:
-        settings = load_settings(nats={"url": urls.nats}, redis={"url": urls.redis})
+        settings = load_settings(
+            nats={"url": urls.nats}, redis={"url": urls.redis}, crypto={"keys": [Fernet.generate_key().decode()]}
+        )
         redis = await connect_redis(settings.redis)
         keys = Keys(prefix=f"bench-{uuid.uuid4().hex[:8]}")
-        records = SandboxRecords(redis, keys)
+        records = SandboxRecords(redis, keys, ServerKeys.from_settings(settings.crypto))
         with tempfile.TemporaryDirectory(prefix="drydock-bench-") as root:
             for bubblewrap in (True, False):
                 sandbox_settings = SandboxSettings(

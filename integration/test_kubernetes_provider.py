@@ -35,6 +35,7 @@ from redis.asyncio import Redis
 from drydock.config import KubernetesSandboxSettings, SandboxSettings
 from drydock.infra.embedded import embedded_infrastructure
 from drydock.infra.redis import Keys
+from drydock.infra.server_keys import ServerKeys
 from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.providers.kubernetes import KubernetesProvider
 from drydock.sandbox.providers.kubernetes.connection import api_client
@@ -159,8 +160,8 @@ async def namespace(cluster: Cluster) -> str:
 class TestKubernetesProviderContract(ProviderContract):
     @pytest.fixture(scope="class")
     @classmethod
-    def class_records(cls, redis: Redis) -> SandboxRecords:
-        return SandboxRecords(redis, Keys(prefix=f"k8s-{uuid.uuid4().hex[:8]}"))
+    def class_records(cls, redis: Redis, server_keys: ServerKeys) -> SandboxRecords:
+        return SandboxRecords(redis, Keys(prefix=f"k8s-{uuid.uuid4().hex[:8]}"), server_keys)
 
     @pytest.fixture(scope="class")
     @classmethod
@@ -184,8 +185,10 @@ class TestKubernetesProviderContract(ProviderContract):
 
 
 class TestWarmPoolOnACluster:
-    async def test_a_claimed_pool_pod_serves_its_thread(self, cluster: Cluster, namespace: str, redis: Redis) -> None:
-        records = SandboxRecords(redis, Keys(prefix=f"k8s-pool-{uuid.uuid4().hex[:8]}"))
+    async def test_a_claimed_pool_pod_serves_its_thread(
+        self, cluster: Cluster, namespace: str, redis: Redis, server_keys: ServerKeys
+    ) -> None:
+        records = SandboxRecords(redis, Keys(prefix=f"k8s-pool-{uuid.uuid4().hex[:8]}"), server_keys)
         provider = KubernetesProvider(
             settings_for(cluster, warm_pool_size=1, warm_pool_refill_interval=timedelta(hours=1)), records
         )

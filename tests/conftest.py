@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 import hypothesis
 import pytest
+from cryptography.fernet import Fernet
 from nats.aio.client import Client as NatsClient
 from redis.asyncio import Redis
 
@@ -15,6 +16,7 @@ from drydock.bus import Bus, connect_nats, provision, topology
 from drydock.config import Settings, load_settings
 from drydock.infra.embedded import EmbeddedUrls, embedded_infrastructure
 from drydock.infra.redis import Keys, connect_redis
+from drydock.infra.server_keys import ServerKeys
 
 # Under CI property tests replay the same examples every run, so a red gate is reproducible;
 # on a developer's machine they keep exploring new ones.
@@ -30,8 +32,20 @@ async def infra() -> AsyncIterator[EmbeddedUrls]:
 
 
 @pytest.fixture(scope="session")
-def settings(infra: EmbeddedUrls) -> Settings:
-    return load_settings(nats={"url": infra.nats}, redis={"url": infra.redis})
+def crypto_key() -> str:
+    """The session's ``DRYDOCK_CRYPTO_KEYS`` key: :func:`settings` and :func:`server_keys` use it."""
+    return Fernet.generate_key().decode()
+
+
+@pytest.fixture(scope="session")
+def settings(infra: EmbeddedUrls, crypto_key: str) -> Settings:
+    return load_settings(nats={"url": infra.nats}, redis={"url": infra.redis}, crypto={"keys": [crypto_key]})
+
+
+@pytest.fixture(scope="session")
+def server_keys(crypto_key: str) -> ServerKeys:
+    """The MAC keys of :func:`settings`, for stores a test builds itself."""
+    return ServerKeys([crypto_key])
 
 
 @pytest.fixture(scope="session")

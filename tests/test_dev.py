@@ -18,6 +18,7 @@ from drydock.config import SandboxSettings
 from drydock.dev import dev_data_dir, prepare_dev_data_dir
 from drydock.infra.embedded import free_port
 from drydock.infra.redis import Keys
+from drydock.infra.server_keys import ServerKeys
 from drydock.sandbox.providers.local import DIRECTORY_LABEL, PID_LABEL, LocalProvider
 from drydock.sandbox.providers.local_processes import is_running
 from drydock.sandbox.records import SandboxRecords
@@ -27,11 +28,12 @@ from tests.infra.test_embedded import alive, server_pids, wait_gone
 class TestDev:
     @pytest.mark.timeout(240)
     async def test_starts_everything_and_stops_cleanly_on_sigint(
-        self, tmp_path: Path, redis: Redis, keys: Keys
+        self, tmp_path: Path, redis: Redis, keys: Keys, server_keys: ServerKeys
     ) -> None:
         port = free_port()
         environment = {k: v for k, v in os.environ.items() if not k.startswith("DRYDOCK_")}
         environment["DRYDOCK_HTTP_PORT"] = str(port)
+        environment["DRYDOCK_HTTP_METRICS_PORT"] = str(free_port())
         root = tmp_path / "sandboxes"
         environment["DRYDOCK_SANDBOX_LOCAL_ROOT"] = str(root)
         process = await asyncio.create_subprocess_exec(
@@ -64,6 +66,9 @@ class TestDev:
             assert f"web: http://127.0.0.1:{port} (NATS user web)" in text
             assert "(NATS user coder-worker)" in text
             assert (dev_data_dir(tmp_path) / "jetstream").is_dir()
+            key_file = dev_data_dir(tmp_path) / "crypto-key"
+            assert f"DRYDOCK_CRYPTO_KEYS is unset: using the development key generated in {key_file}" in text
+            assert (tmp_path / ".drydock" / "dev" / "crypto-key").stat().st_mode & 0o777 == 0o600
             pids = [
                 pid for cmd, pid in server_pids().items() if f"-p {nats_port[1]}" in cmd or f":{redis_port[1]}" in cmd
             ]
@@ -81,7 +86,7 @@ class TestDev:
             # of its ephemeral store.
             provider = LocalProvider(
                 SandboxSettings(local_root=str(root), local_bubblewrap=False, local_allow_unisolated=True),
-                SandboxRecords(redis, keys),
+                SandboxRecords(redis, keys, server_keys),
             )
             sandbox = await provider.create(str(uuid.uuid4()))
             await provider.aclose()
@@ -93,7 +98,7 @@ class TestDev:
             assert "stopped 1 sandbox(es)" in rest.decode()
             assert not is_running(int(sandbox.labels[PID_LABEL]), sandbox.labels[DIRECTORY_LABEL])
             assert not (root / sandbox.id).exists()
-            await SandboxRecords(redis, keys).remove(sandbox.id)
+            await SandboxRecords(redis, keys, server_keys).remove(sandbox.id)
             assert await wait_gone(pids, within=5) == []
             assert not any(alive(pid) for pid in pids)
         finally:
@@ -113,4 +118,4 @@ class TestDevDataDir:
 
     def test_is_git_ignored(self) -> None:
         ignored = (Path(__file__).parent.parent / ".gitignore").read_text().splitlines()
-        assert ".drydock/" in ignored
+        assert "/.drydock/" in ignored

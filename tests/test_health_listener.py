@@ -39,7 +39,11 @@ class Worker:
 
 def runtime_on(settings: Settings, nats_client: NatsClient, bus: Bus, redis: Redis, **http: object) -> Runtime:
     chosen = settings.model_copy(
-        update={"http": settings.http.model_copy(update={"host": "127.0.0.1", "port": free_port()} | http)}
+        update={
+            "http": settings.http.model_copy(
+                update={"host": "127.0.0.1", "port": free_port(), "metrics_port": free_port()} | http
+            )
+        }
     )
     return Runtime(chosen, nats_client, bus, redis, Keys())
 
@@ -83,8 +87,9 @@ class TestHealthListener:
         assert (await answering(f"{base}/healthz")).json() == {"status": "ok"}
         ready = await answering(f"{base}/readyz")
         assert (ready.status_code, ready.json()["checks"]) == (200, {"nats": "ok", "redis": "ok"})
-        metrics = await answering(f"{base}/metrics")
+        metrics = await answering(f"http://127.0.0.1:{runtime.settings.http.metrics_port}/metrics")
         assert metrics.status_code == 200
+        assert (await answering(f"{base}/metrics")).status_code == 404
         assert metrics.headers["content-type"].startswith("text/plain")
         worker.stop.set()
         await asyncio.wait_for(running, 10)

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import os
+import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -15,8 +20,8 @@ from nats.aio.client import Client as NatsClient
 from redis.asyncio import Redis
 
 from drydock.bus import Bus
-from drydock.config import HttpSettings, Settings
-from drydock.http import DirectRoute, create_app, serve
+from drydock.config import Environment, HttpSettings, Settings
+from drydock.http import DirectRoute, ListenError, create_app, serve
 from drydock.infra.embedded import free_port
 from drydock.infra.redis import Keys
 from drydock.runtime import Runtime
@@ -66,22 +71,79 @@ class TestProbes:
         finally:
             await dead.aclose()
 
-    async def test_metrics(self, web: httpx.AsyncClient) -> None:
-        response = await web.get("/metrics")
-        assert response.status_code == 200
-        assert "process_resident_memory_bytes" in response.text
+    async def test_the_web_app_does_not_answer_metrics(self, web: httpx.AsyncClient) -> None:
+        assert (await web.get("/metrics")).status_code == 404
 
 
-def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+async def _get(url: str) -> httpx.Response:
+    """``url``'s answer once its server listens (within 30 s)."""
+    deadline = asyncio.get_running_loop().time() + 30
+    async with httpx.AsyncClient(trust_env=False) as client:
+        while True:
+            try:
+                return await client.get(url, timeout=5)
+            except httpx.ConnectError:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+                await asyncio.sleep(0.02)
+
+
+class TestMetricsPort:
+    async def test_metrics_answer_on_their_own_port_only(self, runtime_for_web: Runtime) -> None:
+        http = HttpSettings(port=free_port(), metrics_port=free_port())
+        server = asyncio.create_task(serve(create_app("web", runtime_for_web), http))
+        try:
+            metrics = await _get(f"http://127.0.0.1:{http.metrics_port}/metrics")
+            assert metrics.status_code == 200
+            assert "process_resident_memory_bytes" in metrics.text
+            assert (await _get(f"http://127.0.0.1:{http.port}/metrics")).status_code == 404
+            assert (await _get(f"http://127.0.0.1:{http.metrics_port}/healthz")).status_code == 404
+        finally:
+            server.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await server
+        with pytest.raises(httpx.ConnectError):
+            async with httpx.AsyncClient(trust_env=False) as client:
+                await client.get(f"http://127.0.0.1:{http.metrics_port}/metrics")
+
+    async def test_a_busy_metrics_port_is_named(self, runtime_for_web: Runtime) -> None:
+        http = HttpSettings(port=free_port(), metrics_port=free_port())
+        blocker = await asyncio.start_server(lambda r, w: None, "127.0.0.1", http.metrics_port)
+        try:
+            with pytest.raises(ListenError, match=f"cannot listen on 127.0.0.1:{http.metrics_port}"):
+                await asyncio.wait_for(serve(create_app("web", runtime_for_web), http), 10)
+        finally:
+            blocker.close()
+            await blocker.wait_closed()
+
+
+class TestApiDocuments:
+    async def test_open_in_development(self, web: httpx.AsyncClient) -> None:
+        assert (await web.get("/openapi.json")).status_code == 200
+        assert (await web.get("/docs")).status_code == 200
+
+    async def test_absent_from_a_production_app(self, runtime_for_web: Runtime) -> None:
+        production = runtime_for_web.settings.model_copy(update={"environment": Environment.PRODUCTION})
+        runtime = dataclasses.replace(runtime_for_web, settings=production)
+        async for client in client_for(create_app("web", runtime)):
+            for path in ("/openapi.json", "/docs", "/redoc"):
+                assert (await client.get(path)).status_code == 404
+
+
+def run_cli(*args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    """``drydock ARGS`` with only ``env`` of the DRYDOCK_ variables, in ``cwd`` (by default a fresh
+    directory, so that a development key it writes lands nowhere that matters)."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("DRYDOCK_")} | env
-    return subprocess.run(
-        [sys.executable, "-m", "drydock", *args],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    with tempfile.TemporaryDirectory(prefix="drydock-cli-") as scratch:
+        return subprocess.run(
+            [sys.executable, "-m", "drydock", *args],
+            env=environment,
+            cwd=cwd or scratch,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
 
 
 class TestDirectRoutes:
@@ -124,7 +186,7 @@ class TestDirectRoutes:
 
 class TestKeepAlive:
     async def test_an_idle_connection_is_closed_after_the_setting(self, runtime_for_web: Runtime) -> None:
-        http = HttpSettings(port=free_port(), keep_alive=timedelta(seconds=1))
+        http = HttpSettings(port=free_port(), metrics_port=free_port(), keep_alive=timedelta(seconds=1))
         server = asyncio.create_task(serve(create_app("web", runtime_for_web), http))
         try:
             for _ in range(200):
@@ -182,3 +244,60 @@ class TestCommandLine:
         result = run_cli("serve", "nope", DRYDOCK_NATS_URL=settings.nats.url, DRYDOCK_REDIS_URL=settings.redis.url)
         assert result.returncode == 2
         assert "unknown service 'nope'" in result.stderr
+
+
+def _plain(text: str) -> str:
+    """``text`` without terminal colour codes."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+class TestCryptoKeysAtStart:
+    def test_production_without_keys_refuses_to_start_naming_the_setting(self, settings: Settings) -> None:
+        assert settings.nats.url is not None
+        assert settings.redis.url is not None
+        result = run_cli(
+            "serve",
+            "web",
+            DRYDOCK_ENVIRONMENT="production",
+            DRYDOCK_NATS_URL=settings.nats.url,
+            DRYDOCK_REDIS_URL=settings.redis.url,
+        )
+        assert result.returncode == 2
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1
+        assert lines[0].startswith("drydock: DRYDOCK_CRYPTO_KEYS is unset; web cannot")
+
+    def test_development_without_keys_generates_one_beside_the_project(self, tmp_path: Path) -> None:
+        # Unreachable NATS: the start-up gets as far as the keys and then stops.
+        result = run_cli("serve", "web", cwd=tmp_path, DRYDOCK_NATS_URL=f"nats://127.0.0.1:{free_port()}")
+        key_file = tmp_path / ".drydock" / "dev" / "crypto-key"
+        assert result.returncode == 1
+        assert f"using the development key generated in {key_file}" in _plain(result.stderr)
+        assert key_file.stat().st_mode & 0o777 == 0o600
+        first = key_file.read_text()
+        again = run_cli("serve", "web", cwd=tmp_path, DRYDOCK_NATS_URL=f"nats://127.0.0.1:{free_port()}")
+        assert "using the development key in" in _plain(again.stderr)
+        assert key_file.read_text() == first
+
+
+class TestAppFromTheEnvironment:
+    async def test_development_without_keys_uses_the_development_key_from_start_up(
+        self, env: pytest.MonkeyPatch, tmp_path: Path, settings: Settings
+    ) -> None:
+        assert settings.nats.url is not None
+        assert settings.redis.url is not None
+        env.chdir(tmp_path)
+        env.setenv("DRYDOCK_NATS_URL", settings.nats.url)
+        env.setenv("DRYDOCK_REDIS_URL", settings.redis.url)
+        app = create_app("web")
+        key = tmp_path / ".drydock" / "dev" / "crypto-key"
+        assert not key.exists(), "importing the app must not write anything"
+        async with app.router.lifespan_context(app):
+            assert key.stat().st_mode & 0o777 == 0o600
+
+    def test_production_leaves_the_keys_to_the_operator(self, env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        env.chdir(tmp_path)
+        env.setenv("DRYDOCK_ENVIRONMENT", "production")
+        app = create_app("web")
+        assert not (tmp_path / ".drydock").exists()
+        assert app.openapi_url is None

@@ -20,7 +20,7 @@ from drydock import services
 from drydock.bus import BusUnavailable
 from drydock.bus.asyncapi import asyncapi_document
 from drydock.bus.permissions import nats_authorization, password_variables
-from drydock.config import ConfigError, Settings, load_settings, unknown_variables
+from drydock.config import ConfigError, Environment, Settings, load_settings, unknown_variables
 from drydock.configuration_report import configuration_report
 from drydock.errors import describe
 from drydock.http import ListenError, run_with_health
@@ -161,6 +161,29 @@ def _check(settings: Settings, args: argparse.Namespace) -> None:
             service.check(settings)
 
 
+class MissingCryptoKeys(RuntimeError):
+    """Production without ``DRYDOCK_CRYPTO_KEYS`` for a service that needs them."""
+
+
+def _with_crypto_keys(settings: Settings, args: argparse.Namespace) -> Settings:
+    """Settings with ``DRYDOCK_CRYPTO_KEYS`` where the services to run need them: the configured
+    keys; in development, the generated development key; in production, :class:`MissingCryptoKeys`."""
+    if settings.crypto.keys:
+        return settings
+    chosen = [services.get(args.service)] if args.command == "serve" else list(services.available().values())
+    needing = [service.name for service in chosen if service.needs_crypto_keys]
+    if not needing:
+        return settings
+    if settings.environment is Environment.PRODUCTION:
+        raise MissingCryptoKeys(
+            f"DRYDOCK_CRYPTO_KEYS is unset; {', '.join(needing)} cannot sign or verify grants, sessions and "
+            "sandbox records without it (a JSON list of Fernet keys, newest first)"
+        )
+    from drydock.dev import with_development_keys
+
+    return with_development_keys(settings)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     if args.command == "version":
@@ -187,12 +210,17 @@ def main(argv: list[str] | None = None) -> None:
     try:
         if args.command == "provision":
             run_until_signalled(provision_store(settings, accept_store_loss=args.accept_store_loss))
-        elif args.command == "dev":
+            return
+        settings = _with_crypto_keys(settings, args)
+        if args.command == "dev":
             from drydock.dev import run_dev
 
             run_until_signalled(run_dev(settings, fresh=args.fresh))
         else:
             run_until_signalled(serve(settings, args.service))
+    except MissingCryptoKeys as error:
+        print(f"drydock: {error}", file=sys.stderr)
+        raise SystemExit(EXIT_CONFIG) from None
     except (ListenError, BusUnavailable, StoreUnavailable, EmbeddedServerError, BaseExceptionGroup) as error:
         # Services run in a task group, so a start-up error arrives wrapped in an exception group.
         found = _start_up_error(error)

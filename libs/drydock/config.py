@@ -758,8 +758,15 @@ class HttpSettings(BaseModel):
     )
     health_listener: bool = Field(
         default=True,
-        description="`drydock serve` answers /healthz, /readyz and /metrics on host:port for a service "
-        "without an HTTP app of its own (workers, the autofix controller).",
+        description="`drydock serve` answers /healthz and /readyz on host:port (and /metrics on "
+        "metrics_port) for a service without an HTTP app of its own (workers, the autofix controller).",
+    )
+    metrics_port: int = Field(
+        default=9464,
+        ge=1,
+        le=65535,
+        description="Where /metrics is served (on host): a port of its own, so that the public web port "
+        "never answers it.",
     )
 
 

@@ -6,18 +6,23 @@ starts empty. Every registered service that runs in development is started with 
 its own: with embedded NATS each connects as its own user, with the permissions of
 :mod:`drydock.bus.permissions`; the streams are provisioned first, as the provisioner. When it
 exits (Ctrl-C, SIGTERM) it deletes the local sandboxes of its root: their daemons outlive the
-process that started them, as pods would, and nothing else would stop them.
+process that started them, as pods would, and nothing else would stop them. Without
+``DRYDOCK_CRYPTO_KEYS`` a development key is generated once and kept in the git-ignored
+:func:`dev_data_dir` (:func:`with_development_keys`), so that grants, sessions and sandbox
+records stay valid across restarts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import sys
 from pathlib import Path
 
 import structlog
+from cryptography.fernet import Fernet
 from pydantic import SecretStr
 from redis.exceptions import RedisError
 
@@ -26,6 +31,7 @@ from drydock.bus.permissions import PROVISIONER
 from drydock.config import Settings
 from drydock.errors import describe, without_password
 from drydock.infra.embedded import EmbeddedUrls, embedded_infrastructure
+from drydock.infra.server_keys import ServerKeys
 from drydock.runtime import Runtime, open_runtime
 from drydock.sandbox.providers.local import LocalProvider
 from drydock.sandbox.records import SandboxRecords
@@ -35,12 +41,47 @@ log = structlog.get_logger(__name__)
 DEV_DATA_DIR = Path(".drydock") / "dev"
 """Relative to the directory ``drydock dev`` starts in (the project's; git-ignored)."""
 
+CRYPTO_KEY_FILE = "crypto-key"
+"""The development key's file name in :func:`dev_data_dir`."""
+
+
+def _development_key(path: Path) -> tuple[str, bool]:
+    """The key in ``path``, created (mode 0600) if missing; and whether it was created now."""
+    try:
+        return path.read_text().strip(), False
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = Fernet.generate_key().decode()
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        # Another process of the same checkout created it first: use theirs.
+        return path.read_text().strip(), False
+    with os.fdopen(descriptor, "w") as file:
+        file.write(key + "\n")
+    return key, True
+
+
+def with_development_keys(settings: Settings) -> Settings:
+    """``settings`` with the development key as ``DRYDOCK_CRYPTO_KEYS`` when none is set (one
+    log line says so); unchanged otherwise."""
+    if settings.crypto.keys:
+        return settings
+    path = dev_data_dir() / CRYPTO_KEY_FILE
+    key, created = _development_key(path)
+    log.warning(
+        "DRYDOCK_CRYPTO_KEYS is unset: using the development key " + ("generated in " if created else "in ") + str(path)
+    )
+    return settings.model_copy(update={"crypto": settings.crypto.model_copy(update={"keys": [SecretStr(key)]})})
+
 
 async def stop_sandboxes(runtime: Runtime) -> None:
     """Delete every local sandbox of the configured root, recorded or not."""
     if runtime.settings.sandbox.provider != "local":
         return
-    provider = LocalProvider(runtime.settings.sandbox, SandboxRecords(runtime.redis, runtime.keys))
+    records = SandboxRecords(runtime.redis, runtime.keys, ServerKeys.from_settings(runtime.settings.crypto))
+    provider = LocalProvider(runtime.settings.sandbox, records)
     try:
         handles = await provider.list()
         for handle in handles:

@@ -1,6 +1,9 @@
-"""The HTTP side of a service: a FastAPI app with health, readiness and metrics, served by
-uvicorn inside an already running event loop; for services without an app of their own, the
-same probes next to their work (:func:`run_with_health`)."""
+"""The HTTP side of a service: a FastAPI app with health and readiness, served by uvicorn inside
+an already running event loop, with ``/metrics`` on a port of its own (``metrics_port``) so that
+the public port never answers it; for services without an app of their own, the same probes
+next to their work (:func:`run_with_health`). The OpenAPI document and its pages (``/docs``,
+``/openapi.json``) are open in development only; in production the app has none, and the
+dashboard serves them to signed-in people."""
 
 from __future__ import annotations
 
@@ -9,17 +12,18 @@ import contextlib
 import math
 import socket
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from typing import Any
+from typing import Any, Literal
 
 import uvicorn
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from redis.exceptions import RedisError
+from starlette.applications import Starlette
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 import drydock
-from drydock.config import HttpSettings, load_settings
+from drydock.config import Environment, HttpSettings, Settings, load_settings
 from drydock.errors import describe
 from drydock.infra.read_deadline import with_read_deadline
 from drydock.runtime import Runtime, open_runtime
@@ -68,7 +72,9 @@ class _App(FastAPI):
 
 
 def create_app(name: str, runtime: Runtime | None = None, routers: list[RouterFactory] | None = None) -> FastAPI:
-    """The service's app. Without a runtime, its lifespan opens one from the environment."""
+    """The service's app. Without a runtime, its lifespan opens one from the environment (with
+    the development key when ``DRYDOCK_CRYPTO_KEYS`` is unset in development, as ``drydock dev``)."""
+    settings = runtime.settings if runtime is not None else load_settings()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: _App) -> AsyncIterator[None]:
@@ -76,11 +82,20 @@ def create_app(name: str, runtime: Runtime | None = None, routers: list[RouterFa
             _mount(app, runtime, routers or [])
             yield
             return
-        async with open_runtime(load_settings(), name=name) as opened:
+        # The development key is read (or made) at start-up, not when the module is imported.
+        async with open_runtime(_with_development_keys(settings), name=name) as opened:
             _mount(app, opened, routers or [])
             yield
 
-    app = _App(title=f"Drydock {name}", version=drydock.__version__, lifespan=lifespan)
+    documented = settings.environment is Environment.DEVELOPMENT
+    app = _App(
+        title=f"Drydock {name}",
+        version=drydock.__version__,
+        lifespan=lifespan,
+        openapi_url="/openapi.json" if documented else None,
+        docs_url="/docs" if documented else None,
+        redoc_url="/redoc" if documented else None,
+    )
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
@@ -92,12 +107,25 @@ def create_app(name: str, runtime: Runtime | None = None, routers: list[RouterFa
         ready = all(value == "ok" for value in checks.values())
         return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks}, 200 if ready else 503)
 
-    @app.get("/metrics", include_in_schema=False)
-    async def metrics() -> Response:
+    return app
+
+
+def metrics_app() -> Starlette:
+    """The app of the metrics port: ``/metrics`` (Prometheus' text format) and nothing else."""
+
+    async def metrics(_: Request) -> Response:
         body, content_type = metrics_response()
         return Response(body, media_type=content_type)
 
-    return app
+    return Starlette(routes=[Route("/metrics", metrics, methods=["GET"])])
+
+
+def _with_development_keys(settings: Settings) -> Settings:
+    if settings.environment is Environment.DEVELOPMENT:
+        from drydock.dev import with_development_keys
+
+        settings = with_development_keys(settings)
+    return settings
 
 
 def _mount(app: _App, runtime: Runtime, routers: list[RouterFactory]) -> None:
@@ -120,7 +148,7 @@ class ListenError(RuntimeError):
     """The HTTP server cannot listen on its address (in use, not permitted)."""
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def _listen(host: str, port: int, setting: str = "DRYDOCK_HTTP_PORT") -> socket.socket:
     # Bound here rather than by uvicorn, which answers a busy port with sys.exit inside the task.
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -131,12 +159,12 @@ def _listen(host: str, port: int) -> socket.socket:
         sock.close()
         raise ListenError(
             f"cannot listen on {host}:{port}: {error.strerror or error} "
-            "(set DRYDOCK_HTTP_PORT, or DRYDOCK_HTTP_HOST, to another address)"
+            f"(set {setting}, or DRYDOCK_HTTP_HOST, to another address)"
         ) from None
     return sock
 
 
-def server_config(app: FastAPI, http: HttpSettings, **options: Any) -> uvicorn.Config:
+def server_config(app: ASGIApp, http: HttpSettings, **options: Any) -> uvicorn.Config:
     """uvicorn's configuration for ``app`` by ``http``: the idle timeout of a kept-alive
     connection, and the deadline on receiving each request (:mod:`drydock.infra.read_deadline`);
     ``options`` are passed on (``lifespan``, ``host``, ``port``)."""
@@ -152,28 +180,40 @@ def server_config(app: FastAPI, http: HttpSettings, **options: Any) -> uvicorn.C
     )
 
 
+def _server(app: ASGIApp, sock: socket.socket, http: HttpSettings, *, lifespan: Literal["on", "off"]) -> uvicorn.Server:
+    return _EmbeddedServer(server_config(app, http, host=http.host, port=sock.getsockname()[1], lifespan=lifespan))
+
+
 async def serve(app: FastAPI, http: HttpSettings) -> None:
-    """Serve on ``http.host``:``http.port`` until cancelled, then shut down gracefully;
-    :class:`ListenError` if the address cannot be bound."""
-    host, port = http.host, http.port
-    sock = _listen(host, port)
-    server = _EmbeddedServer(server_config(app, http, host=host, port=port))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
+    """Serve ``app`` on ``http.host``:``http.port`` and :func:`metrics_app` on
+    ``http.metrics_port`` until cancelled, then shut down gracefully; :class:`ListenError` if
+    an address cannot be bound."""
+    sockets = [_listen(http.host, http.port)]
     try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        server.should_exit = True
-        await task
+        sockets.append(_listen(http.host, http.metrics_port, "DRYDOCK_HTTP_METRICS_PORT"))
+    except ListenError:
+        sockets[0].close()
         raise
+    servers = [_server(app, sockets[0], http, lifespan="on"), _server(metrics_app(), sockets[1], http, lifespan="off")]
+    tasks = [asyncio.create_task(server.serve(sockets=[sock])) for server, sock in zip(servers, sockets, strict=True)]
+    try:
+        await asyncio.shield(asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED))
     finally:
-        sock.close()
-    if not server.started:
-        raise RuntimeError(f"HTTP server could not start on {host}:{port}")
+        # Cancelled or one server ended: the other stops too, gracefully.
+        for server in servers:
+            server.should_exit = True
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for sock in sockets:
+            sock.close()
+    for task in tasks:
+        task.result()
+    if not servers[0].started:
+        raise RuntimeError(f"HTTP server could not start on {http.host}:{http.port}")
 
 
 async def run_with_health(name: str, work: Coroutine[Any, Any, None], runtime: Runtime) -> None:
-    """Run ``work`` while answering ``/healthz``, ``/readyz`` and ``/metrics`` on
-    ``settings.http.host``:``port``. When either ends, the other is stopped; an error of
+    """Run ``work`` while answering ``/healthz`` and ``/readyz`` on ``settings.http.host``:``port``
+    (and ``/metrics`` on ``metrics_port``). When either ends, the other is stopped; an error of
     either (a port already in use) is raised."""
     http = runtime.settings.http
     listener = asyncio.create_task(serve(create_app(name, runtime), http), name="health")

@@ -14,6 +14,7 @@ from aiohttp import web
 from drydock.autofix.repairs import Repairs
 from drydock.credentials import CipherError, GrantStore, ProxyCredentials
 from drydock.credentials.allowlist import Allowlist
+from drydock.infra.server_keys import ServerKeys
 from drydock.runtime import Runtime
 
 log = structlog.get_logger(__name__)
@@ -39,8 +40,11 @@ CONTEXT: web.AppKey[ProxyContext] = web.AppKey("context", ProxyContext)
 
 @contextlib.asynccontextmanager
 async def proxy_context(runtime: Runtime) -> AsyncIterator[ProxyContext]:
-    """Open the upstream connection pool and the credential stores; close them on exit."""
+    """Open the upstream connection pool and the credential stores; close them on exit.
+    :class:`~drydock.infra.server_keys.MissingServerKeys` without ``DRYDOCK_CRYPTO_KEYS``: no grant
+    could be verified."""
     settings = runtime.settings
+    server_keys = ServerKeys.from_settings(settings.crypto)
     allowlist = Allowlist(settings.proxy.egress_allowlist)
     credentials: ProxyCredentials | None = None
     disabled: str | None = None
@@ -58,7 +62,7 @@ async def proxy_context(runtime: Runtime) -> AsyncIterator[ProxyContext]:
     try:
         yield ProxyContext(
             runtime=runtime,
-            grants=GrantStore(runtime.redis, runtime.keys, retention=settings.proxy.grant_retention),
+            grants=GrantStore(runtime.redis, runtime.keys, server_keys, retention=settings.proxy.grant_retention),
             credentials=credentials,
             disabled=disabled,
             session=session,

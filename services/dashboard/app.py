@@ -7,6 +7,7 @@ from fastapi import APIRouter
 
 from drydock.http import create_app, serve
 from drydock.runtime import Runtime
+from services.dashboard import api_docs
 from services.dashboard.auth import endpoints as auth
 from services.dashboard.context import Dashboard
 from services.dashboard.dead_letters import endpoints as dead_letters
@@ -34,6 +35,7 @@ def build(dashboard: Dashboard) -> APIRouter:
         review_styles.router(dashboard),
         threads.router(dashboard, thread_service),
         pages.router(dashboard, rendering, thread_service),
+        api_docs.router(dashboard),
     ):
         combined.include_router(part)
     return combined

@@ -13,6 +13,7 @@ from drydock.accounts import AccountsStore, LinkCodes
 from drydock.config import Settings
 from drydock.credentials.cipher import CipherError, SecretCipher
 from drydock.credentials.user_tokens import UserTokens
+from drydock.infra.server_keys import ServerKeys
 from drydock.models import ModelCatalog
 from drydock.review.analysis import AnalysisProgress, request_analysis
 from drydock.review.guidelines import GuidelinesStore
@@ -83,7 +84,8 @@ class Dashboard:
         github = GithubSignIn(settings, http) if settings.dashboard.github_client_id else None
         oidc = OidcSignIn(settings, http) if settings.dashboard.oidc_issuer else None
         user_tokens = _user_tokens(runtime)
-        sessions = SessionStore(redis, keys, ttl=settings.dashboard.session_ttl)
+        server_keys = ServerKeys.from_settings(settings.crypto)
+        sessions = SessionStore(redis, keys, server_keys, ttl=settings.dashboard.session_ttl)
         access = RepositoryAccess(
             redis,
             keys,
@@ -116,7 +118,7 @@ class Dashboard:
             states=ThreadStates(redis, keys),
             stops=StopRequests(redis, keys),
             records=PullRequestRecords(redis, keys),
-            sandboxes=SandboxRecords(redis, keys),
+            sandboxes=SandboxRecords(redis, keys, server_keys),
             sessions=sessions,
             logins=LoginAttempts(redis, keys),
             access=access,

@@ -15,6 +15,7 @@ service = Service(
     run=run,
     listens=listens,
     in_dev=False,
+    needs_crypto_keys=False,
 )
 
 __all__ = ["router", "service"]

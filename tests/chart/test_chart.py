@@ -108,6 +108,20 @@ class TestDeployments:
             assert main["args"][:2] == ["serve", name]
             assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
 
+    def test_prometheus_scrapes_the_metrics_port_never_a_web_port(self, manifests: list[Manifest]) -> None:
+        for deployment in of_kind(manifests, "Deployment"):
+            name = component(deployment)
+            annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+            ports = {port["name"]: port["containerPort"] for port in containers(deployment)[0]["ports"]}
+            if name == "credential-proxy":
+                assert annotations["prometheus.io/port"] == "8081"
+                continue
+            assert annotations["prometheus.io/port"] == "9464", name
+            assert ports["metrics"] == 9464, name
+            assert ports["http"] != 9464, name
+        for service in of_kind(manifests, "Service"):
+            assert all(port["port"] != 9464 for port in service["spec"]["ports"]), component(service)
+
     def test_a_disabled_service_has_no_objects(self, render: Render) -> None:
         rendered = render(set={"services.reviewer-worker.enabled": "false"})
         assert "reviewer-worker" not in {component(d) for d in of_kind(rendered, "Deployment")}

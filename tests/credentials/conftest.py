@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from cryptography.fernet import Fernet
 from nats.aio.client import Client as NatsClient
 from redis.asyncio import Redis
 
@@ -45,11 +44,6 @@ async def git_upstream(github: FakeGitHub, tmp_path_factory: pytest.TempPathFact
         await server.create_repository(REPOSITORY, {"README.md": b"# widgets\n", "src/app.py": b"print('hi')\n"})
         await server.create_repository(OTHER_REPOSITORY, {"README.md": b"# gadgets\n"})
         yield server
-
-
-@pytest.fixture(scope="session")
-def crypto_key() -> str:
-    return Fernet.generate_key().decode()
 
 
 def proxy_settings(

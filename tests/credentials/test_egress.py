@@ -19,6 +19,7 @@ from drydock.bus import Bus
 from drydock.config import Settings
 from drydock.credentials import GrantStore
 from drydock.infra.redis import Keys
+from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role
 from drydock.runtime import Runtime
 from services.credential_proxy.server import Listening, serving
@@ -64,8 +65,8 @@ async def egress(
 
 
 @pytest.fixture
-async def grant_token(redis: Redis, keys: Keys, thread_id: str) -> str:
-    store = GrantStore(redis, keys)
+async def grant_token(redis: Redis, keys: Keys, server_keys: ServerKeys, thread_id: str) -> str:
+    store = GrantStore(redis, keys, server_keys)
     issued = await store.issue(
         role=Role.REVIEWER, sandbox_id="s1", thread_id=thread_id, repository=None, ttl=timedelta(hours=1)
     )
@@ -126,9 +127,15 @@ class TestProxyAuthentication:
         assert response.headers["Proxy-Authenticate"].startswith("Basic")
 
     async def test_revoked_grant_is_407_with_the_reason(
-        self, egress: Listening, hosts: tuple[int, int], grant_token: str, redis: Redis, keys: Keys
+        self,
+        egress: Listening,
+        hosts: tuple[int, int],
+        grant_token: str,
+        redis: Redis,
+        keys: Keys,
+        server_keys: ServerKeys,
     ) -> None:
-        await GrantStore(redis, keys).revoke(grant_token)
+        await GrantStore(redis, keys, server_keys).revoke(grant_token)
         async with httpx.AsyncClient(proxy=_proxy_url(egress, grant_token), trust_env=False) as client:
             response = await client.get(f"http://127.0.0.1:{hosts[0]}/")
         assert response.status_code == 407

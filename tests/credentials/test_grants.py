@@ -8,6 +8,7 @@ from redis.asyncio import Redis
 
 from drydock.credentials import GrantExpired, GrantRevoked, GrantStore, GrantUnknown, digest
 from drydock.infra.redis import Keys
+from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role
 from drydock.sandbox.credentials import GrantError
 
@@ -28,8 +29,10 @@ async def _everything_in(redis: Redis, keys: Keys) -> str:
 
 
 class TestIssue:
-    async def test_stores_only_the_hash_of_the_token(self, redis: Redis, keys: Keys, thread_id: str) -> None:
-        store = GrantStore(redis, keys)
+    async def test_stores_only_the_hash_of_the_token(
+        self, redis: Redis, keys: Keys, server_keys: ServerKeys, thread_id: str
+    ) -> None:
+        store = GrantStore(redis, keys, server_keys)
         issued = await store.issue(
             role=Role.CODER, sandbox_id="s1", thread_id=thread_id, repository="acme/widgets", ttl=timedelta(hours=1)
         )
@@ -39,9 +42,9 @@ class TestIssue:
         assert issued.token.startswith("dgr_")
 
     async def test_resolves_to_role_sandbox_thread_scope_and_expiry(
-        self, redis: Redis, keys: Keys, thread_id: str
+        self, redis: Redis, keys: Keys, server_keys: ServerKeys, thread_id: str
     ) -> None:
-        store = GrantStore(redis, keys)
+        store = GrantStore(redis, keys, server_keys)
         issued = await store.issue(
             role=Role.REVIEWER, sandbox_id="s1", thread_id=thread_id, repository="acme/widgets", ttl=timedelta(hours=1)
         )
@@ -58,8 +61,10 @@ class TestIssue:
         assert not grant.covers("acme/gadgets")
         assert abs(grant.expires_at - (datetime.now(UTC) + timedelta(hours=1))) < timedelta(seconds=5)
 
-    async def test_bad_input_is_refused(self, redis: Redis, keys: Keys, thread_id: str) -> None:
-        store = GrantStore(redis, keys)
+    async def test_bad_input_is_refused(
+        self, redis: Redis, keys: Keys, server_keys: ServerKeys, thread_id: str
+    ) -> None:
+        store = GrantStore(redis, keys, server_keys)
         with pytest.raises(ValueError, match="not an owner/name"):
             await store.issue(role=Role.CODER, sandbox_id="s", thread_id=thread_id, repository="x", ttl=timedelta(1))
         with pytest.raises(ValueError, match="ttl must be positive"):
@@ -67,15 +72,15 @@ class TestIssue:
 
 
 class TestUnusable:
-    async def test_unknown_and_malformed_tokens(self, redis: Redis, keys: Keys) -> None:
-        store = GrantStore(redis, keys)
+    async def test_unknown_and_malformed_tokens(self, redis: Redis, keys: Keys, server_keys: ServerKeys) -> None:
+        store = GrantStore(redis, keys, server_keys)
         with pytest.raises(GrantUnknown, match="unknown credential-proxy grant"):
             await store.resolve("dgr_" + "A" * 43)
         with pytest.raises(GrantUnknown):
             await store.resolve("not even shaped like a grant")
 
-    async def test_revoked(self, redis: Redis, keys: Keys, thread_id: str) -> None:
-        store = GrantStore(redis, keys)
+    async def test_revoked(self, redis: Redis, keys: Keys, server_keys: ServerKeys, thread_id: str) -> None:
+        store = GrantStore(redis, keys, server_keys)
         issued = await store.issue(
             role=Role.CODER, sandbox_id="s1", thread_id=thread_id, repository=None, ttl=timedelta(hours=1)
         )
@@ -86,8 +91,8 @@ class TestUnusable:
         with pytest.raises(GrantRevoked):
             await store.extend(issued.token, timedelta(hours=1))
 
-    async def test_expired(self, redis: Redis, keys: Keys, thread_id: str) -> None:
-        store = GrantStore(redis, keys)
+    async def test_expired(self, redis: Redis, keys: Keys, server_keys: ServerKeys, thread_id: str) -> None:
+        store = GrantStore(redis, keys, server_keys)
         issued = await store.issue(
             role=Role.CODER, sandbox_id="s1", thread_id=thread_id, repository=None, ttl=timedelta(milliseconds=50)
         )
@@ -103,9 +108,9 @@ class TestUnusable:
         assert issubclass(GrantExpired, GrantError)
 
     async def test_a_refused_grant_is_forgotten_after_the_retention(
-        self, redis: Redis, keys: Keys, thread_id: str
+        self, redis: Redis, keys: Keys, server_keys: ServerKeys, thread_id: str
     ) -> None:
-        store = GrantStore(redis, keys, retention=timedelta(minutes=5))
+        store = GrantStore(redis, keys, server_keys, retention=timedelta(minutes=5))
         issued = await store.issue(
             role=Role.CODER, sandbox_id="s1", thread_id=thread_id, repository=None, ttl=timedelta(hours=1)
         )
@@ -115,8 +120,8 @@ class TestUnusable:
 
 
 class TestExtend:
-    async def test_moves_the_expiry(self, redis: Redis, keys: Keys, thread_id: str) -> None:
-        store = GrantStore(redis, keys)
+    async def test_moves_the_expiry(self, redis: Redis, keys: Keys, server_keys: ServerKeys, thread_id: str) -> None:
+        store = GrantStore(redis, keys, server_keys)
         issued = await store.issue(
             role=Role.CODER, sandbox_id="s1", thread_id=thread_id, repository=None, ttl=timedelta(milliseconds=200)
         )
@@ -125,16 +130,16 @@ class TestExtend:
         grant = await store.resolve(issued.token)
         assert grant.expires_at == new_expiry
 
-    async def test_unknown(self, redis: Redis, keys: Keys) -> None:
+    async def test_unknown(self, redis: Redis, keys: Keys, server_keys: ServerKeys) -> None:
         with pytest.raises(GrantUnknown):
-            await GrantStore(redis, keys).extend("dgr_" + "B" * 43, timedelta(hours=1))
+            await GrantStore(redis, keys, server_keys).extend("dgr_" + "B" * 43, timedelta(hours=1))
 
 
 class TestSandboxGrants:
     async def test_revoke_sandbox_revokes_every_live_grant_of_that_sandbox_only(
-        self, redis: Redis, keys: Keys, thread_id: str
+        self, redis: Redis, keys: Keys, server_keys: ServerKeys, thread_id: str
     ) -> None:
-        store = GrantStore(redis, keys)
+        store = GrantStore(redis, keys, server_keys)
         ttl = timedelta(hours=1)
         first = await store.issue(role=Role.CODER, sandbox_id="s1", thread_id=thread_id, repository=None, ttl=ttl)
         second = await store.issue(role=Role.CODER, sandbox_id="s1", thread_id=thread_id, repository=None, ttl=ttl)

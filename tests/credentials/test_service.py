@@ -19,12 +19,12 @@ from redis.asyncio import Redis
 from drydock import services
 from drydock.bus import Bus
 from drydock.config import Settings
-from drydock.credentials import GrantStore, SecretCipher, TokenVault, UpstreamToken
+from drydock.credentials import SecretCipher, TokenVault, UpstreamToken
 from drydock.infra.embedded import EmbeddedUrls, free_port
 from drydock.infra.redis import Keys
-from drydock.roles import Role
+from drydock.infra.server_keys import MissingServerKeys
 from drydock.runtime import Runtime
-from services.credential_proxy.server import Listening, serving
+from services.credential_proxy.server import serving
 
 
 class TestRegistration:
@@ -76,37 +76,16 @@ class TestProcess:
         assert "drydock_proxy_requests" in metrics.text
 
 
-@pytest.fixture
-async def keyless(
-    credential_settings: Settings, nats_client: NatsClient, bus: Bus, redis: Redis, keys: Keys
-) -> AsyncIterator[Listening]:
-    settings = credential_settings.model_copy(
-        update={"crypto": credential_settings.crypto.model_copy(update={"keys": []})}
-    )
-    async with serving(Runtime(settings, nats_client, bus, redis, keys)) as listening:
-        yield listening
-
-
 class TestWithoutEncryptionKeys:
-    async def test_starts_but_is_not_ready_and_says_why(self, keyless: Listening) -> None:
-        async with httpx.AsyncClient(base_url=keyless.url, trust_env=False) as client:
-            ready = await client.get("/readyz")
-        assert ready.status_code == 503
-        assert "DRYDOCK_CRYPTO_KEYS" in ready.json()["checks"]["credentials"]
-
-    async def test_git_requests_get_the_reason(
-        self, keyless: Listening, redis: Redis, keys: Keys, thread_id: str
+    async def test_refuses_to_start_naming_the_setting(
+        self, credential_settings: Settings, nats_client: NatsClient, bus: Bus, redis: Redis, keys: Keys
     ) -> None:
-        issued = await GrantStore(redis, keys).issue(
-            role=Role.CODER, sandbox_id="s1", thread_id=thread_id, repository="acme/widgets", ttl=timedelta(hours=1)
+        settings = credential_settings.model_copy(
+            update={"crypto": credential_settings.crypto.model_copy(update={"keys": []})}
         )
-        async with httpx.AsyncClient(base_url=keyless.url, trust_env=False) as client:
-            response = await client.get(
-                f"/g/{issued.token}/git/acme/widgets.git/info/refs", params={"service": "git-upload-pack"}
-            )
-        assert response.status_code == 503
-        assert "no upstream credentials available" in response.text
-        assert "DRYDOCK_CRYPTO_KEYS" in response.text
+        with pytest.raises(MissingServerKeys, match="DRYDOCK_CRYPTO_KEYS"):
+            async with serving(Runtime(settings, nats_client, bus, redis, keys)):
+                pytest.fail("the credential proxy started without keys to verify grants with")
 
 
 class TestKeyRotationAtStart:

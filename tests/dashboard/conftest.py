@@ -21,6 +21,7 @@ from drydock.bus import Bus, EventType, RunEvent
 from drydock.config import Settings, load_settings
 from drydock.http import create_app
 from drydock.infra.redis import Keys
+from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role
 from drydock.runtime import Runtime
 from drydock.threads.fields import CHANNEL, CREATED_AT, OWNER, REPLY_TO, REPOSITORY
@@ -94,7 +95,12 @@ class Site:
         self, user_id: str, login: str, *, admin: bool = False, repositories: tuple[str, ...] = ()
     ) -> Person:
         """Someone signed in with GitHub who may see ``repositories`` (without the OAuth dance)."""
-        sessions = SessionStore(self.runtime.redis, self.runtime.keys, ttl=self.settings.dashboard.session_ttl)
+        sessions = SessionStore(
+            self.runtime.redis,
+            self.runtime.keys,
+            ServerKeys.from_settings(self.settings.crypto),
+            ttl=self.settings.dashboard.session_ttl,
+        )
         token, session = await sessions.create(user_id=user_id, provider="github", login=login, admin=admin)
         access = RepositoryAccess(
             self.runtime.redis, self.runtime.keys, self.accounts, ttl=self.settings.dashboard.access_ttl,
@@ -145,7 +151,7 @@ SiteFactory = Callable[..., Awaitable[Site]]
 
 @pytest.fixture
 async def site_factory(
-    settings: Settings, nats_client: NatsClient, bus: Bus, redis: Redis, keys: Keys
+    settings: Settings, nats_client: NatsClient, bus: Bus, redis: Redis, keys: Keys, crypto_key: str
 ) -> AsyncIterator[SiteFactory]:
     """``await site_factory(dashboard={...}, github={...})``: a dashboard with these settings."""
     async with contextlib.AsyncExitStack() as stack:
@@ -154,6 +160,7 @@ async def site_factory(
             dashboard = {"public_url": PUBLIC_URL, "dev_login": True, "cookie_secure": False} | sections.pop(
                 "dashboard", {}
             )
+            sections.setdefault("crypto", {"keys": [crypto_key]})
             configured = load_settings(
                 nats={"url": settings.nats.url}, redis={"url": settings.redis.url}, dashboard=dashboard, **sections
             )

@@ -25,7 +25,7 @@ class TestRegistration:
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("service", ["dashboard", "web"])
 async def test_a_served_process_answers_pages_and_the_api(service: str, settings: Settings) -> None:
-    async with serving(service, settings, f"test-{uuid.uuid4().hex[:8]}") as client:
+    async with serving(service, settings, f"test-{uuid.uuid4().hex[:8]}") as (client, _):
         login = await client.get("/login")
         assert login.status_code == 200
         assert "Sign in to Drydock" in login.text

@@ -12,6 +12,7 @@ import pytest
 
 from drydock.bus import BusUnavailable, EventType, InboxMessage, Wake, subjects
 from drydock.bus.streams import RUNS_STREAM
+from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role
 from drydock.sandbox.handle import SandboxHandle
 from drydock.sandbox.records import SandboxRecords
@@ -181,11 +182,12 @@ class TestDetail:
         await PullRequestRecords(site.runtime.redis, site.runtime.keys).record(
             PullRequestRecord("github.com", "acme/widgets", 12, thread_id, "drydock/fix-add")
         )
+        records = SandboxRecords(site.runtime.redis, site.runtime.keys, ServerKeys.from_settings(site.settings.crypto))
         handle = SandboxHandle(
-            id="sbx-1", provider="local", thread_id=thread_id, base_url="http://127.0.0.1:1", token="secret-token",
-            workspace="/w", created_at=datetime.now(UTC), isolation="bubblewrap",
+            id="sbx-1", provider="local", thread_id=thread_id, base_url="http://127.0.0.1:1",
+            token=records.daemon_token("sbx-1"), workspace="/w", created_at=datetime.now(UTC), isolation="bubblewrap",
         )  # fmt: skip
-        await SandboxRecords(site.runtime.redis, site.runtime.keys).put(handle)
+        await records.put(handle)
         await site.metadata.compare_and_set(thread_id, SANDBOX_ID, expected=None, new="sbx-1")
 
         answer = await ada.get(f"/api/v1/threads/{thread_id}")

@@ -34,6 +34,7 @@ from drydock.channels.outbound import Outbound
 from drydock.config import Settings, load_settings
 from drydock.http import create_app
 from drydock.infra.embedded import embedded_infrastructure
+from drydock.infra.server_keys import ServerKeys
 from drydock.review.preparation import ANALYZER_HOOKS, REVIEWER_HOOKS
 from drydock.roles import Role
 from drydock.runtime import Runtime, open_runtime
@@ -344,7 +345,9 @@ def sandbox_processes(root: Path) -> list[int]:
 
 
 async def _delete_sandboxes(runtime: Runtime) -> None:
-    provider = create_provider(runtime.settings, SandboxRecords(runtime.redis, runtime.keys))
+    provider = create_provider(
+        runtime.settings, SandboxRecords(runtime.redis, runtime.keys, ServerKeys.from_settings(runtime.settings.crypto))
+    )
     try:
         await asyncio.gather(*(provider.delete(handle.id) for handle in await provider.list()))
     finally:

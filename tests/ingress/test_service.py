@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -39,13 +40,16 @@ class TestRegistration:
 
 
 @contextlib.asynccontextmanager
-async def serving(service: str, settings: Settings, prefix: str) -> AsyncIterator[httpx.AsyncClient]:
-    port = free_port()
+async def serving(service: str, settings: Settings, prefix: str) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
+    """The served process's web port, and the URL of its metrics."""
+    port, metrics_port = free_port(), free_port()
     environment = {key: value for key, value in os.environ.items() if not key.startswith("DRYDOCK_")} | {
         "DRYDOCK_NATS_URL": str(settings.nats.url),
         "DRYDOCK_REDIS_URL": str(settings.redis.url),
         "DRYDOCK_REDIS_KEY_PREFIX": prefix,
         "DRYDOCK_HTTP_PORT": str(port),
+        "DRYDOCK_HTTP_METRICS_PORT": str(metrics_port),
+        "DRYDOCK_CRYPTO_KEYS": json.dumps([key.get_secret_value() for key in settings.crypto.keys]),
         "DRYDOCK_GITHUB_WEBHOOK_SECRET": GITHUB_SECRET,
         "DRYDOCK_LOG_LEVEL": "WARNING",
     }
@@ -69,7 +73,7 @@ async def serving(service: str, settings: Settings, prefix: str) -> AsyncIterato
                     output = await process.stdout.read() if process.stdout else b""
                     pytest.fail(f"drydock serve {service} exited: {output.decode(errors='replace')}")
                 await asyncio.sleep(0.05)
-            yield client
+            yield client, f"http://127.0.0.1:{metrics_port}/metrics"
     finally:
         if process.returncode is None:
             process.send_signal(signal.SIGTERM)
@@ -87,12 +91,13 @@ async def test_a_served_process_accepts_a_signed_mention(
     accounts = AccountsStore(redis, Keys(prefix), host=HOST)
     await accounts.save_team(TeamDefaults(allowed_organizations=(ORG,)))
     await accounts.save_repository(RepositorySettings(full_name=f"{ORG}/{repo}"))
-    async with serving(service, settings, prefix) as client:
+    async with serving(service, settings, prefix) as (client, metrics_url):
         request = signing.github(GITHUB_SECRET, "issue_comment", webhooks.issue_comment(ORG, repo, 1, "@drydock go"))
         response = await client.post(request.path, content=request.body, headers=request.headers)
         assert response.status_code == 200, response.text
         assert response.json()["status"] == "accepted"
-        metrics = (await client.get("/metrics")).text
+        assert (await client.get("/metrics")).status_code == 404
+        metrics = (await client.get(metrics_url)).text
         assert 'drydock_ingress_deliveries_total{channel="github",outcome="accepted"} 1.0' in metrics
     (stored,) = await Inbox(bus).read_after(ids.github_issue(HOST, ORG, repo, 1))
     assert stored.message.delivery_id == request.delivery_id

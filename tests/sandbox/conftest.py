@@ -20,6 +20,7 @@ from redis.asyncio import Redis
 from drydock.config import CredentialProxySettings, SandboxSettings
 from drydock.credentials.proxy_sockets import REVERSE_SOCKET, prepare_socket_directory
 from drydock.infra.redis import Keys
+from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role
 from drydock.sandbox.providers.local import LocalProvider
 from drydock.sandbox.records import SandboxRecords
@@ -132,8 +133,8 @@ def sandbox_settings(sandbox_root: Path) -> SandboxSettings:
 
 
 @pytest.fixture
-def records(redis: Redis, keys: Keys) -> SandboxRecords:
-    return SandboxRecords(redis, keys)
+def records(redis: Redis, keys: Keys, server_keys: ServerKeys) -> SandboxRecords:
+    return SandboxRecords(redis, keys, server_keys)
 
 
 @pytest.fixture

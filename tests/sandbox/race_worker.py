@@ -1,7 +1,7 @@
 """A worker process for the race test: waits for a go signal in Redis, then ensures the sandbox
 of one thread and prints what it got as JSON.
 
-``python -m tests.sandbox.race_worker REDIS_URL KEY_PREFIX THREAD_ID SANDBOX_SETTINGS_JSON GO_KEY``
+``python -m tests.sandbox.race_worker REDIS_URL KEY_PREFIX THREAD_ID SANDBOX_SETTINGS_JSON GO_KEY CRYPTO_KEY``
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from redis.asyncio import Redis
 
 from drydock.config import SandboxSettings
 from drydock.infra.redis import Keys
+from drydock.infra.server_keys import ServerKeys
 from drydock.sandbox.credentials import NoProxy
 from drydock.sandbox.handle import SandboxHandle
 from drydock.sandbox.lifecycle import SandboxManager
@@ -32,11 +33,11 @@ class CountingProvider(LocalProvider):
         return await super().create(thread_id, labels=labels)
 
 
-async def main(url: str, prefix: str, thread_id: str, raw_settings: str, go_key: str) -> None:
+async def main(url: str, prefix: str, thread_id: str, raw_settings: str, go_key: str, crypto_key: str) -> None:
     redis = Redis.from_url(url, decode_responses=True)
     keys = Keys(prefix)
     settings = SandboxSettings.model_validate_json(raw_settings)
-    records = SandboxRecords(redis, keys)
+    records = SandboxRecords(redis, keys, ServerKeys([crypto_key]))
     provider = CountingProvider(settings, records)
     manager = SandboxManager(
         provider=provider,
@@ -56,4 +57,4 @@ async def main(url: str, prefix: str, thread_id: str, raw_settings: str, go_key:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:6]))
+    asyncio.run(main(*sys.argv[1:7]))

@@ -400,6 +400,7 @@ async def test_two_worker_processes_racing_for_one_thread_create_exactly_one_san
     sandbox_settings: SandboxSettings,
     records: SandboxRecords,
     local_provider: LocalProvider,
+    crypto_key: str,
 ) -> None:
     assert settings.redis.url is not None
     go = f"{keys.prefix}:go"
@@ -413,6 +414,7 @@ async def test_two_worker_processes_racing_for_one_thread_create_exactly_one_san
             coder_thread,
             sandbox_settings.model_dump_json(),
             go,
+            crypto_key,
             stdout=asyncio.subprocess.PIPE,
         )
         for _ in range(2)

@@ -19,6 +19,7 @@ from redis.asyncio import Redis
 
 from drydock.config import CredentialProxySettings, SandboxSettings, Settings
 from drydock.infra.redis import Keys
+from drydock.infra.server_keys import ServerKeys
 from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.errors import SandboxCreationFailed
 from drydock.sandbox.handle import Isolation
@@ -37,8 +38,8 @@ class TestLocalProviderUnisolated(ProviderContract):
 
     @pytest.fixture(scope="class")
     @classmethod
-    def class_records(cls, redis: Redis) -> SandboxRecords:
-        return SandboxRecords(redis, Keys(prefix=f"test-{uuid.uuid4().hex[:8]}"))
+    def class_records(cls, redis: Redis, server_keys: ServerKeys) -> SandboxRecords:
+        return SandboxRecords(redis, Keys(prefix=f"test-{uuid.uuid4().hex[:8]}"), server_keys)
 
     @pytest.fixture(scope="class")
     @classmethod
@@ -193,20 +194,21 @@ async def test_bubblewrap_hides_the_host(
 
 
 async def test_a_sandbox_outlives_the_process_that_created_it(
-    local_provider: LocalProvider, settings: Settings, keys: Keys, sandbox_settings: SandboxSettings
+    local_provider: LocalProvider, settings: Settings, keys: Keys, sandbox_settings: SandboxSettings, crypto_key: str
 ) -> None:
     """The worker process exits after creating the sandbox; the daemon keeps serving, like a pod."""
     script = (
         "import asyncio, sys\n"
         "from drydock.config import SandboxSettings\n"
         "from drydock.infra.redis import Keys\n"
+        "from drydock.infra.server_keys import ServerKeys\n"
         "from drydock.sandbox.providers.local import LocalProvider\n"
         "from drydock.sandbox.records import SandboxRecords\n"
         "from redis.asyncio import Redis\n"
         "async def main():\n"
         "    redis = Redis.from_url(sys.argv[1], decode_responses=True)\n"
         "    settings = SandboxSettings.model_validate_json(sys.argv[3])\n"
-        "    provider = LocalProvider(settings, SandboxRecords(redis, Keys(sys.argv[2])))\n"
+        "    provider = LocalProvider(settings, SandboxRecords(redis, Keys(sys.argv[2]), ServerKeys([sys.argv[4]])))\n"
         "    print((await provider.create('outliving')).id)\n"
         "    await redis.aclose()\n"
         "asyncio.run(main())\n"
@@ -219,6 +221,7 @@ async def test_a_sandbox_outlives_the_process_that_created_it(
         settings.redis.url,
         keys.prefix,
         sandbox_settings.model_dump_json(),
+        crypto_key,
         stdout=asyncio.subprocess.PIPE,
     )
     out, _ = await worker.communicate()
@@ -280,10 +283,11 @@ def test_handle_record_round_trip_keeps_every_field(local_provider: LocalProvide
         isolation=Isolation.NONE,
         labels={"a": "b"},
     )
-    assert SandboxHandle.from_record(handle.to_record()) == handle
+    assert SandboxHandle.from_record(handle.to_record(), token="secret") == handle
     assert "secret" not in repr(handle)
-    with pytest.raises(ValueError, match="token"):
-        SandboxHandle.from_record({k: v for k, v in handle.to_record().items() if k != "token"})
+    assert "secret" not in json.dumps(handle.to_record())
+    with pytest.raises(ValueError, match="workspace"):
+        SandboxHandle.from_record({k: v for k, v in handle.to_record().items() if k != "workspace"}, token="secret")
     assert json.loads(handle.to_record()["labels"]) == {"a": "b"}
 
 

@@ -1,15 +1,17 @@
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 from collections.abc import AsyncIterator
 from urllib.parse import quote
 
 import httpx
 import pytest
+from fastapi import FastAPI, Request
 
 from drydock.config import Settings, ToolSettings
 from drydock.tools import fetch_url
-from drydock.tools.netguard import FetchError, Refused, check_destination, guarded_fetch
+from drydock.tools.netguard import FetchError, IPAddress, Refused, check_destination, guarded_fetch
 from tests.fakes.loopback import LoopbackServer
 from tests.tools.conftest import MakeContext, echoed, with_tools
 
@@ -18,16 +20,21 @@ PUBLIC = "93.184.215.14"
 
 
 class Routed(httpx.AsyncBaseTransport):
-    """Stands in for the internet: requests to :data:`PUBLIC` reach the loopback site."""
+    """Stands in for the internet: requests to :data:`PUBLIC` reach the loopback site (on the
+    URL's port, or on ``port`` when given)."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int | None = None) -> None:
+        self._port = port
         self._inner = httpx.AsyncHTTPTransport()
+        self.connected: list[str] = []
+        """The host of every request sent, as the client would connect to it."""
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.connected.append(request.url.host)
         if request.url.host == PUBLIC:
             request = httpx.Request(
                 request.method,
-                request.url.copy_with(host="127.0.0.1"),
+                request.url.copy_with(host="127.0.0.1", port=self._port or request.url.port),
                 headers=request.headers,
                 stream=request.stream,
                 extensions=request.extensions,
@@ -165,3 +172,86 @@ class TestRedirectedRequests:
             )
         request = echoed(fetched.body.decode())
         assert (request["method"], request["body"]) == ("POST", "{}")
+
+
+class Rebinding:
+    """A resolver whose name answers :data:`PUBLIC` for its first ``honest`` lookups and
+    loopback after that, as a DNS rebinding attacker's would."""
+
+    def __init__(self, honest: int = 1) -> None:
+        self.honest = honest
+        self.lookups: list[str] = []
+
+    async def __call__(self, host: str, port: int) -> list[IPAddress]:
+        self.lookups.append(host)
+        answer = PUBLIC if len(self.lookups) <= self.honest else "127.0.0.1"
+        return [ipaddress.ip_address(answer)]
+
+
+@pytest.fixture
+async def victim() -> AsyncIterator[tuple[LoopbackServer, list[str]]]:
+    """A loopback service the rebinding aims at; the list holds the paths it was asked for."""
+    hits: list[str] = []
+    app = FastAPI()
+
+    @app.get("/{path:path}")
+    async def anything(request: Request) -> dict[str, str]:
+        hits.append(request.url.path)
+        return {"secret": "internal"}
+
+    async with LoopbackServer(app) as server:
+        yield server, hits
+
+
+class TestRebinding:
+    async def test_the_request_goes_to_the_vetted_address_not_to_a_second_answer(
+        self, site: LoopbackServer, victim: tuple[LoopbackServer, list[str]]
+    ) -> None:
+        server, hits = victim
+        transport = Routed(int(port_of(site)))
+        resolver = Rebinding()
+        # The system resolves localhost to loopback: a client that resolves the name again reaches the victim.
+        async with httpx.AsyncClient(transport=transport) as http:
+            fetched = await guarded_fetch(
+                http, "GET", f"http://localhost:{port_of(server)}/echo", tools=ToolSettings(), resolver=resolver
+            )
+        assert hits == []
+        assert transport.connected == [PUBLIC]
+        assert resolver.lookups == ["localhost"]
+        assert echoed(fetched.body.decode())["headers"]["host"] == f"localhost:{port_of(server)}"
+        assert str(fetched.url) == f"http://localhost:{port_of(server)}/echo"
+
+    async def test_every_redirect_hop_goes_to_its_vetted_address(
+        self, site: LoopbackServer, victim: tuple[LoopbackServer, list[str]]
+    ) -> None:
+        server, hits = victim
+        transport = Routed(int(port_of(site)))
+        resolver = Rebinding(honest=2)
+        async with httpx.AsyncClient(transport=transport) as http:
+            fetched = await guarded_fetch(
+                http,
+                "GET",
+                f"http://localhost:{port_of(server)}/redirect?to=/echo",
+                tools=ToolSettings(),
+                resolver=resolver,
+            )
+        assert hits == []
+        assert transport.connected == [PUBLIC, PUBLIC]
+        assert echoed(fetched.body.decode())["url"].endswith("/echo")
+
+    async def test_a_hop_whose_lookup_turns_to_loopback_is_refused_unsent(
+        self, site: LoopbackServer, victim: tuple[LoopbackServer, list[str]]
+    ) -> None:
+        server, hits = victim
+        transport = Routed(int(port_of(site)))
+        async with httpx.AsyncClient(transport=transport) as http:
+            with pytest.raises(Refused, match=r"localhost resolves to a non-public address \(127\.0\.0\.1\)"):
+                await guarded_fetch(
+                    http,
+                    "GET",
+                    f"http://localhost:{port_of(server)}/redirect?to=/echo",
+                    tools=ToolSettings(),
+                    resolver=Rebinding(honest=1),
+                )
+        assert hits == []
+        assert transport.connected == [PUBLIC]

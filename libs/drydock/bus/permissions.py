@@ -4,9 +4,12 @@ The split (README, "The control plane"):
 
 - ``ingress`` publishes inbox messages, wakes and GitHub events; it reads nothing.
 - ``dashboard`` reads a thread's events (ordered consumers on ``DRYDOCK_EVENTS``) and its inbox,
-  and hands messages to coder and analyzer threads (inbox and their wakes).
+  hands messages to coder and analyzer threads (inbox and their wakes), and wakes any thread
+  again when an administrator retries a dead letter.
 - ``<role>-worker`` consumes its role's runs consumer and nothing else, reads the inbox,
-  publishes events and keeps snapshots in the object store bucket. The coder also hands
+  publishes events and keeps snapshots in the object store bucket; it may wake any thread (the
+  lease sweeper resumes what a dead worker held) and hears its consumer's max-deliveries
+  advisories (dead letters). The coder also hands
   messages to reviewer threads (``request_review``), the reviewer to analyzer threads (a
   repository without guidelines); the analyzer publishes no message and wakes nobody.
 - ``autofix-controller`` consumes its two consumers, publishes events and hands messages to
@@ -124,11 +127,21 @@ asks the analyzer for them."""
 
 def _worker(role: Role, snapshots: SnapshotSettings) -> Permissions:
     user = f"{role.value}-worker"
-    publish = [*_consume(RUNS_STREAM, run_consumer(role)), *_read_directly(INBOX_STREAM), *_EVENTS]
+    consumer = run_consumer(role)
+    publish = [*_consume(RUNS_STREAM, consumer), *_read_directly(INBOX_STREAM), *_EVENTS]
     publish += _snapshots(snapshots)
+    # The lease sweeper wakes any thread whose holder died (drydock.worker.lease_sweeper), and a
+    # wake that used up its deliveries is read and removed once it is buried as a dead letter.
+    publish += [
+        f"{subjects.RUN}.*.*",
+        f"{_API}.STREAM.MSG.GET.{RUNS_STREAM}",
+        f"{_API}.STREAM.MSG.DELETE.{RUNS_STREAM}",
+    ]
     if role in _HANDS_OFF_TO:
-        publish += _hand_off(_HANDS_OFF_TO[role])
-    return _user(user, publish)
+        publish.append(f"{subjects.INBOX}.*")
+    advisory = f"{subjects.MAX_DELIVERIES_ADVISORY}.{RUNS_STREAM}.{consumer}"
+    own = _user(user, publish)
+    return Permissions(own.publish, (*own.subscribe, advisory))
 
 
 def service_permissions(snapshots: SnapshotSettings | None = None) -> dict[str, Permissions]:
@@ -138,7 +151,10 @@ def service_permissions(snapshots: SnapshotSettings | None = None) -> dict[str, 
     dashboard_publish = (
         *_ordered_consumers(EVENTS_STREAM),
         *_read_directly(INBOX_STREAM),
-        *_hand_off(Role.CODER, Role.ANALYZER),
+        # Messages to coder and analyzer threads; any thread's wake, since an administrator's
+        # retry of a dead letter wakes its thread whatever its role.
+        f"{subjects.INBOX}.*",
+        f"{subjects.RUN}.*.*",
     )
     return {
         "ingress": ingress,

@@ -4,6 +4,8 @@ from drydock.roles import Role
 
 INBOX = "drydock.inbox"
 RUN = "drydock.run"
+MAX_DELIVERIES_ADVISORY = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
+"""JetStream's advisory when a message used up its consumer's deliveries: ``.<stream>.<consumer>``."""
 EVENT = "drydock.event"
 GITHUB = "drydock.github"
 

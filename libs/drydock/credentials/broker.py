@@ -22,6 +22,7 @@ from drydock.credentials.sandbox_access import sandbox_access
 from drydock.credentials.upstream_token import UpstreamToken
 from drydock.credentials.vault import TokenVault
 from drydock.infra.redis import Keys
+from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role
 from drydock.runtime import Runtime
 from drydock.sandbox.credentials import GrantError, SandboxGrant
@@ -55,7 +56,9 @@ class ProxyCredentials:
         cipher = SecretCipher(settings.crypto.keys)
         return cls(
             settings,
-            grants=GrantStore(redis, keys, retention=settings.proxy.grant_retention),
+            grants=GrantStore(
+                redis, keys, ServerKeys.from_settings(settings.crypto), retention=settings.proxy.grant_retention
+            ),
             vault=TokenVault(redis, keys, cipher),
             minter=minter or minter_from_settings(settings.github),
         )

@@ -25,7 +25,7 @@ class SandboxHandle:
 
     Persisted in Redis (one record per sandbox, see :class:`drydock.sandbox.records.SandboxRecords`)
     so that another process can reconnect by id. ``token`` authenticates against the sandbox's
-    daemon and is left out of ``repr``.
+    daemon; it is left out of ``repr`` and of the record (the records derive it from the id).
     """
 
     id: str
@@ -42,13 +42,12 @@ class SandboxHandle:
         object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))
 
     def to_record(self) -> dict[str, str]:
-        """The flat string fields stored in the sandbox's Redis hash."""
+        """The flat string fields stored in the sandbox's Redis hash: all but the token."""
         return {
             "id": self.id,
             "provider": self.provider,
             "thread_id": self.thread_id,
             "base_url": self.base_url,
-            "token": self.token,
             "workspace": self.workspace,
             "created_at": self.created_at.isoformat(),
             "isolation": self.isolation,
@@ -56,15 +55,16 @@ class SandboxHandle:
         }
 
     @classmethod
-    def from_record(cls, record: Mapping[str, str]) -> SandboxHandle:
-        """Rebuild a handle from :meth:`to_record`'s fields; ``ValueError`` if one is missing."""
+    def from_record(cls, record: Mapping[str, str], *, token: str) -> SandboxHandle:
+        """Rebuild a handle from :meth:`to_record`'s fields and its daemon's ``token``;
+        ``ValueError`` if a field is missing."""
         try:
             return cls(
                 id=record["id"],
                 provider=record["provider"],
                 thread_id=record["thread_id"],
                 base_url=record["base_url"],
-                token=record["token"],
+                token=token,
                 workspace=record["workspace"],
                 created_at=datetime.fromisoformat(record["created_at"]),
                 isolation=record["isolation"],

@@ -41,6 +41,7 @@ from redis.exceptions import RedisError
 from drydock.config import SandboxSettings
 from drydock.infra.cancellation import pause
 from drydock.infra.redis import Keys
+from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role
 from drydock.runtime import Runtime
 from drydock.sandbox import git_setup
@@ -134,7 +135,7 @@ class SandboxManager:
         """A manager for a worker: the provider named by ``DRYDOCK_SANDBOX_PROVIDER``, the
         runtime's Redis, the given credentials (replaced by :class:`~drydock.sandbox.credentials.NoProxy`
         when the provider declares no path to the proxy) and snapshot restorer."""
-        records = SandboxRecords(runtime.redis, runtime.keys)
+        records = SandboxRecords(runtime.redis, runtime.keys, ServerKeys.from_settings(runtime.settings.crypto))
         return cls(
             provider=create_provider(runtime.settings, records),
             records=records,

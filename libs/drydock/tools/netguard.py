@@ -3,8 +3,10 @@ use: only http(s), no loopback, private, link-local, reserved or multicast desti
 ``DRYDOCK_TOOLS_ALLOW_PRIVATE_ADDRESSES``), every redirect hop checked again, the body read up
 to ``fetch_max_bytes``, the whole exchange bounded by ``timeout``.
 
-The check resolves the host itself and the client resolves it again to connect, so a name whose
-answer changes in between (DNS rebinding) is not caught here.
+A name is resolved once per hop: every address it answers is vetted, and the request is sent
+to the first of them (the URL's host replaced by the address, the ``Host`` header and the TLS
+server name kept as the name), so a name whose answer changes between the check and the
+connection (DNS rebinding) still reaches only the vetted address.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import asyncio
 import codecs
 import ipaddress
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 import httpx
@@ -30,6 +32,8 @@ _BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding",
 _DEFAULT_HEADERS = {"user-agent": "Drydock (coding agent)", "accept-encoding": "gzip, deflate"}
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
+"""Answers the addresses of a host name (``host``, ``port``); raises :class:`FetchError`."""
 
 
 class FetchError(Exception):
@@ -66,35 +70,61 @@ def _require_web(url: httpx.URL) -> None:
         raise Refused(f"refused {url}: the URL has no host")
 
 
-async def _require_public(url: httpx.URL) -> None:
+async def resolve(host: str, port: int) -> list[IPAddress]:
+    """The system resolver's addresses for ``host``, in its order of preference."""
+    loop = asyncio.get_running_loop()
+    try:
+        answers = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as error:
+        raise FetchError(f"could not resolve {host}: {error.strerror}") from None
+    addresses: list[IPAddress] = []
+    for answer in answers:
+        address = ipaddress.ip_address(str(answer[4][0]).split("%")[0])
+        if address not in addresses:
+            addresses.append(address)
+    return addresses
+
+
+async def _vetted_address(url: httpx.URL, resolver: Resolver) -> IPAddress:
     try:
         literal: IPAddress | None = ipaddress.ip_address(url.host)
     except ValueError:
         literal = None
-    if literal is not None:
-        addresses = {literal}
-    else:
-        loop = asyncio.get_running_loop()
-        try:
-            answers = await loop.getaddrinfo(url.host, url.port, type=socket.SOCK_STREAM)
-        except socket.gaierror as error:
-            raise FetchError(f"could not resolve {url.host}: {error.strerror}") from None
-        addresses = {ipaddress.ip_address(str(answer[4][0]).split("%")[0]) for answer in answers}
-    blocked = sorted(str(address) for address in addresses if _blocked(address))
+    addresses = [literal] if literal is not None else await resolver(url.host, url.port or _port(url))
+    if not addresses:
+        raise FetchError(f"could not resolve {url.host}: no address")
+    blocked = sorted({str(address) for address in addresses if _blocked(address)})
     if blocked:
         raise Refused(
             f"refused {url}: {url.host} resolves to a non-public address ({', '.join(blocked)}); "
             "loopback, private, link-local and reserved networks are off limits "
             "(an administrator can allow them for development with DRYDOCK_TOOLS_ALLOW_PRIVATE_ADDRESSES)"
         )
+    return addresses[0]
 
 
-async def check_destination(url: httpx.URL, *, allow_private: bool) -> None:
+def _port(url: httpx.URL) -> int:
+    return 443 if url.scheme == "https" else 80
+
+
+async def check_destination(url: httpx.URL, *, allow_private: bool, resolver: Resolver = resolve) -> None:
     """Raise :class:`Refused` unless ``url`` is http(s) to a host with only public addresses
     (any host when ``allow_private``)."""
     _require_web(url)
     if not allow_private:
-        await _require_public(url)
+        await _vetted_address(url, resolver)
+
+
+def _pinned(request: httpx.Request, address: IPAddress) -> httpx.Request:
+    """``request`` sent to ``address`` while the server still sees the name, in ``Host`` and in TLS."""
+    name = request.url
+    if name.host == str(address):
+        return request
+    request.url = name.copy_with(host=str(address))
+    request.headers["host"] = name.netloc.decode("ascii")
+    if name.scheme == "https":
+        request.extensions["sni_hostname"] = name.host
+    return request
 
 
 def _redirected(method: str, status: int) -> str:
@@ -126,9 +156,11 @@ async def guarded_fetch(
     content: bytes | None = None,
     permit: Callable[[httpx.URL], None] | None = None,
     accepts: Callable[[httpx.URL, httpx.Headers], None] | None = None,
+    resolver: Resolver = resolve,
 ) -> Fetched:
     """Send one request through ``http``, following up to :data:`MAX_REDIRECTS` redirects with
-    every hop checked by ``permit`` (which raises :class:`Refused`) and :func:`check_destination`.
+    every hop checked by ``permit`` (which raises :class:`Refused`) and :func:`check_destination`,
+    and sent to the address that check vetted (``resolver`` answers it, once per hop).
     ``accepts`` sees the final response's headers before its body is read and may raise
     :class:`FetchError` to decline it.
 
@@ -148,14 +180,14 @@ async def guarded_fetch(
                 # The caller's rule first: a host it refuses is not even resolved.
                 if permit is not None:
                     permit(target)
-                if not tools.allow_private_addresses:
-                    await _require_public(target)
                 request = httpx.Request(method, target, headers=sent, content=content)
+                if not tools.allow_private_addresses:
+                    request = _pinned(request, await _vetted_address(target, resolver))
                 response = await http.send(request, stream=True, follow_redirects=False)
                 try:
                     location = response.headers.get("location")
                     if response.status_code in _REDIRECTS and location:
-                        following = response.url.join(location)
+                        following = target.join(location)
                         if following.scheme != target.scheme or following.netloc != target.netloc:
                             for name in _ORIGIN_BOUND:
                                 sent.pop(name, None)
@@ -167,10 +199,10 @@ async def guarded_fetch(
                         target = following
                         continue
                     if accepts is not None:
-                        accepts(response.url, response.headers)
+                        accepts(target, response.headers)
                     body, truncated = (b"", False) if method == "HEAD" else await _read(response, tools.fetch_max_bytes)
                     return Fetched(
-                        response.url, response.status_code, response.reason_phrase, response.headers, body, truncated
+                        target, response.status_code, response.reason_phrase, response.headers, body, truncated
                     )
                 finally:
                     await response.aclose()

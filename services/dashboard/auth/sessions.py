@@ -1,7 +1,11 @@
 """Server-side sessions in Redis, and the short-lived records of sign-ins in progress.
 
 A session's cookie value is a random token; Redis holds the session under the token's SHA-256,
-so the store never contains a usable cookie. Sessions expire with ``session_ttl``; signing out
+so the store never contains a usable cookie. The stored value carries a MAC under the server's
+key (:class:`~drydock.infra.server_keys.ServerKeys`, purpose ``session``) over that digest and
+the session's fields, checked on every read: a session written into Redis without the key (for
+a cookie of the writer's choosing) or changed (``admin`` flipped, the expiry pushed out, moved
+to another cookie's digest) is no session. Sessions expire with ``session_ttl``; signing out
 deletes them. A sign-in in progress (OAuth ``state``) is read once: taking it deletes it.
 """
 
@@ -13,10 +17,14 @@ import secrets
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from pydantic import BaseModel, ConfigDict
+import structlog
+from pydantic import BaseModel, ConfigDict, ValidationError
 from redis.asyncio import Redis
 
 from drydock.infra.redis import Keys
+from drydock.infra.server_keys import Purpose, ServerKeys
+
+log = structlog.get_logger(__name__)
 
 LOGIN_TTL = timedelta(minutes=10)
 """How long a sign-in may take between leaving for the identity provider and coming back."""
@@ -44,9 +52,12 @@ class Session(BaseModel):
 
 
 class SessionStore:
-    def __init__(self, redis: Redis, keys: Keys, *, ttl: timedelta) -> None:
+    """Dashboard sessions in Redis, each signed with ``server_keys``."""
+
+    def __init__(self, redis: Redis, keys: Keys, server_keys: ServerKeys, *, ttl: timedelta) -> None:
         self._redis = redis
         self._keys = keys
+        self._server_keys = server_keys
         self._ttl = ttl
 
     async def create(
@@ -66,16 +77,33 @@ class SessionStore:
             created_at=now,
             expires_at=now + self._ttl,
         )
-        await self._redis.set(
-            self._keys.session(_digest(token)), session.model_dump_json(), px=int(self._ttl.total_seconds() * 1000)
-        )
+        digest = _digest(token)
+        fields = session.model_dump_json()
+        stored = json.dumps({"session": fields, "mac": self._server_keys.sign(Purpose.SESSION, digest, fields)})
+        await self._redis.set(self._keys.session(digest), stored, px=int(self._ttl.total_seconds() * 1000))
         return token, session
 
     async def get(self, token: str) -> Session | None:
+        """The live session of the cookie ``token``; ``None`` if there is none, it expired, or
+        its record fails its MAC."""
         if not token:
             return None
-        raw = cast(str | None, await self._redis.get(self._keys.session(_digest(token))))
-        return None if raw is None else Session.model_validate_json(raw)
+        digest = _digest(token)
+        raw = cast(str | None, await self._redis.get(self._keys.session(digest)))
+        if raw is None:
+            return None
+        try:
+            stored = json.loads(raw)
+            fields, mac = stored["session"], stored["mac"]
+            if not (isinstance(fields, str) and isinstance(mac, str)):
+                raise TypeError("session fields and MAC are strings")
+            if not self._server_keys.verify(Purpose.SESSION, mac, digest, fields):
+                raise ValueError("MAC mismatch")
+            session = Session.model_validate_json(fields)
+        except (ValueError, TypeError, KeyError, ValidationError) as error:
+            log.warning("session record refused", reason=str(error), session=digest[:12])
+            return None
+        return session if session.expires_at > datetime.now(UTC) else None
 
     async def delete(self, token: str) -> None:
         await self._redis.delete(self._keys.session(_digest(token)))

@@ -37,7 +37,6 @@ import builtins
 import contextlib
 import ipaddress
 import re
-import secrets
 import shutil
 import socket
 import subprocess
@@ -222,7 +221,7 @@ class LocalProvider:
             raise SandboxCreationFailed(self._refusal)
         sandbox_id = f"sbx-{uuid.uuid4().hex}"
         directory = self.root / sandbox_id
-        token = secrets.token_urlsafe(32)
+        token = self._records.daemon_token(sandbox_id)
         if self.bwrap is not None:
             try:
                 await asyncio.to_thread(prepare_socket_directory, self.proxy_sockets)

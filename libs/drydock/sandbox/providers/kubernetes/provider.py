@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import dataclasses
-import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -148,7 +147,7 @@ class KubernetesProvider:
         """Create the pod and its token Secret, wait for the daemon; delete everything on failure."""
         core = await self._core()
         namespace = self._k8s.namespace
-        token = secrets.token_urlsafe(32)
+        token = self._records.daemon_token(sandbox_id)
         pod = manifests.sandbox_pod(
             self._settings, sandbox_id=sandbox_id, thread_id=thread_id, labels=labels, origin=origin
         )
@@ -324,3 +323,9 @@ class _PoolPods:
 
     async def recorded(self, sandbox_id: str) -> bool:
         return await self._provider._records.get(sandbox_id) is not None
+
+    def seal(self, handle: SandboxHandle) -> dict[str, str]:
+        return self._provider._records.seal(handle)
+
+    def unseal(self, record: Mapping[str, str]) -> SandboxHandle | None:
+        return self._provider._records.unseal(record)

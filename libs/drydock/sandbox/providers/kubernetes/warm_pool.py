@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Mapping
 from typing import Protocol
 
 import structlog
@@ -40,6 +41,14 @@ class PoolPods(Protocol):
 
     async def recorded(self, sandbox_id: str) -> bool:
         """Whether the sandbox has been handed to a thread (has its record)."""
+        ...
+
+    def seal(self, handle: SandboxHandle) -> dict[str, str]:
+        """The handle as stored in the pool (:meth:`~drydock.sandbox.records.SandboxRecords.seal`)."""
+        ...
+
+    def unseal(self, record: Mapping[str, str]) -> SandboxHandle | None:
+        """A stored handle back; ``None`` when it fails its MAC."""
         ...
 
 
@@ -97,7 +106,11 @@ class WarmPool:
         self.wake()
         if found is None:
             return None
-        return SandboxHandle.from_record(found[1])
+        handle = self._pods.unseal(found[1])
+        if handle is None or handle.id != found[0]:
+            await self.discard(found[0])
+            return None
+        return handle
 
     async def complete(self, sandbox_id: str) -> None:
         await self.store.complete(sandbox_id)
@@ -136,7 +149,7 @@ class WarmPool:
             await self.store.release(sandbox_id)
             log.warning("a warm-pool sandbox could not be started", sandbox_id=sandbox_id, error=str(error))
             return False
-        if not await self.store.ready(sandbox_id, handle.to_record(), now=time.time()):
+        if not await self.store.ready(sandbox_id, self._pods.seal(handle), now=time.time()):
             log.info("warm-pool reservation was dropped while starting; deleting", sandbox_id=sandbox_id)
             await self._pods.remove(sandbox_id)
             return False

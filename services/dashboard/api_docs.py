@@ -1,0 +1,37 @@
+"""The OpenAPI document and its page in production, for signed-in people only.
+
+In development every app publishes ``/openapi.json`` and ``/docs`` itself (:func:`drydock.http.create_app`);
+in production it publishes neither, and these routes serve them behind the dashboard's sign-in.
+"""
+
+# No `from __future__ import annotations`: FastAPI must evaluate the dependency annotations,
+# which name the local `guard`.
+from typing import Annotated, Any, cast
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+
+from drydock.config import Environment
+from services.dashboard.auth.guard import Principal
+from services.dashboard.context import Dashboard
+
+OPENAPI_PATH = "/openapi.json"
+
+
+def router(dashboard: Dashboard) -> APIRouter:
+    """The guarded ``/openapi.json`` and ``/docs``; no routes in development (the app's own are open)."""
+    docs = APIRouter(route_class=dashboard.api_route, include_in_schema=False)
+    if dashboard.settings.environment is not Environment.PRODUCTION:
+        return docs
+    guard = dashboard.guard
+
+    @docs.get(OPENAPI_PATH)
+    async def openapi(request: Request, _: Annotated[Principal, Depends(guard.principal)]) -> dict[str, Any]:
+        return cast(FastAPI, request.app).openapi()
+
+    @docs.get("/docs")
+    async def swagger(request: Request, _: Annotated[Principal, Depends(guard.principal)]) -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url=OPENAPI_PATH, title=f"{request.app.title} API")
+
+    return docs
