@@ -17,6 +17,7 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from cryptography.fernet import Fernet
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -24,6 +25,7 @@ from bench.harness import Figures, report
 from drydock.config import KubernetesSandboxSettings, SandboxSettings
 from drydock.infra.embedded import embedded_infrastructure
 from drydock.infra.redis import Keys
+from drydock.infra.server_keys import ServerKeys
 from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.providers.kubernetes import KubernetesProvider
 from drydock.sandbox.providers.kubernetes.connection import api_client
@@ -162,7 +164,7 @@ async def main() -> None:
         from redis.asyncio import Redis
 
         redis = Redis.from_url(urls.redis, decode_responses=True)
-        records = SandboxRecords(redis, Keys(prefix="bench-pods"))
+        records = SandboxRecords(redis, Keys(prefix="bench-pods"), ServerKeys([Fernet.generate_key().decode()]))
         await _namespace(_settings(kubeconfig))
         cold = KubernetesProvider(_settings(kubeconfig), records)
         warm = KubernetesProvider(
