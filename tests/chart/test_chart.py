@@ -112,7 +112,10 @@ class TestDeployments:
         for deployment in of_kind(manifests, "Deployment"):
             name = component(deployment)
             annotations = deployment["spec"]["template"]["metadata"]["annotations"]
-            ports = {port["name"]: port["containerPort"] for port in containers(deployment)[0]["ports"]}
+            ports = {
+                port["name"]: port["containerPort"]
+                for port in deployment["spec"]["template"]["spec"]["containers"][0]["ports"]
+            }
             if name == "credential-proxy":
                 assert annotations["prometheus.io/port"] == "8081"
                 continue
