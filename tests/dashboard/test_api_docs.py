@@ -9,7 +9,7 @@ from tests.dashboard.conftest import Site, SiteFactory
 
 @pytest.fixture
 async def production(site_factory: SiteFactory) -> Site:
-    return await site_factory(environment="production")
+    return await site_factory(environment="production", dashboard={"dev_login": None})
 
 
 class TestApiDocumentsInProduction:
