@@ -16,6 +16,7 @@ from drydock.bus.envelopes import EventType, ReplyAddress, RunEvent
 from drydock.channels.outbound import Outbound
 from drydock.config import Settings
 from drydock.infra.redis import Keys
+from drydock.redaction import Redactor
 from drydock.roles import Role
 
 
@@ -44,7 +45,11 @@ class ToolContext:
     outbound: Outbound
     http: httpx.AsyncClient
     """A shared client for the network tools (no credentials attached)."""
+    redactor: Redactor | None = None
+    """Redacts secrets from the events the tools record (None: nothing redacted)."""
 
     async def emit(self, type: EventType, **data: object) -> None:
-        """Record what the tool did as a run event of the thread."""
+        """Record what the tool did as a run event of the thread (secrets redacted)."""
+        if self.redactor is not None:
+            data = self.redactor.redact_value(data, where=f"event {type.value}", thread_id=self.scope.thread_id)
         await self.bus.emit(RunEvent(thread_id=self.scope.thread_id, run_id=self.scope.run_id, type=type, data=data))
