@@ -4,7 +4,7 @@ import pytest
 import structlog.testing
 from pydantic import SecretStr
 
-from drydock.config import CryptoSettings, Settings, SlackSettings
+from drydock.config import CryptoSettings, RedisSettings, Settings, SlackSettings
 from drydock.redaction import Redactor
 
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
@@ -84,6 +84,13 @@ class TestDrydocksOwnSecrets:
             "values: [redacted: Drydock's DRYDOCK_SLACK_BOT_TOKEN], "
             "[redacted: Drydock's DRYDOCK_SLACK_SIGNING_SECRET], [redacted: Drydock's DRYDOCK_CRYPTO_KEYS]"
         )
+
+    def test_the_password_in_a_url_setting_is_redacted_wherever_it_appears(self) -> None:
+        settings = Settings(redis=RedisSettings(url="redis://drydock:v4lkey%2Fpass@127.0.0.1:6379/0"))
+
+        redacted = Redactor.from_settings(settings).redact("AUTH v4lkey/pass failed", where="t")
+
+        assert redacted == "AUTH [redacted: Drydock's DRYDOCK_REDIS_URL] failed"
 
     def test_a_runs_own_values_are_added(self) -> None:
         redactor = Redactor().with_values({"grant-0123456789": "sandbox grant"})

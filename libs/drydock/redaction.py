@@ -9,8 +9,8 @@ Three kinds of finding, each replaced by ``[redacted: <kind>]`` and logged witho
 - high-entropy tokens in credential-like context (``api_key=…``, ``"secret": "…"``,
   ``Authorization: Bearer …``);
 - the exact values of the secrets Drydock holds (:meth:`Redactor.from_settings`: every
-  ``SecretStr`` setting and the crypto keys; :meth:`Redactor.with_values` adds a run's own, such
-  as its sandbox's grant).
+  ``SecretStr`` setting, the crypto keys and the passwords in URL settings;
+  :meth:`Redactor.with_values` adds a run's own, such as its sandbox's grant).
 
 A small pattern set of our own rather than a library: Yelp's ``detect-secrets`` (1.5.0, the
 maintained detector on PyPI) scans files line by line under process-global settings, reports
@@ -22,12 +22,14 @@ this scan is a few regular expressions over the text, well under a millisecond
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import structlog
 from pydantic import BaseModel, SecretStr
@@ -178,6 +180,11 @@ def _secrets_in(value: Any, setting: str) -> Iterable[tuple[str, str]]:
         for line in secret.splitlines():
             if len(line.strip()) >= 40 and not line.startswith("-----"):
                 yield line.strip(), setting
+    elif isinstance(value, str) and "://" in value:
+        # A URL setting (Redis, NATS) may carry a password of its own.
+        with contextlib.suppress(ValueError):
+            if password := urlsplit(value).password:
+                yield unquote(password), setting
     elif isinstance(value, BaseModel):
         yield from _secret_values(value, setting)
     elif isinstance(value, list | tuple):
