@@ -1,15 +1,18 @@
 """Issue 24, items 1 and 5 end to end: a token planted in a command's output, which the scripted
 model repeats in its pull request, its comment and its reply, is redacted everywhere it leaves
-(the pull request's title and body, the comment, the run events the dashboard shows); and each
-model call's tokens and cost reach its run event and the run's roll-up."""
+(the pull request's title and body, the comment, the run events the dashboard shows), as is the
+sandbox's own grant that the same command prints; and each model call's tokens and cost reach
+its run event and the run's roll-up."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from drydock.bus import EventType
+from drydock.credentials.sandbox_access import GRANT_PATH
 from drydock.model_catalog import BUILTIN_PRICES
 from drydock.threads import ids
 from drydock.usage import Dimension, UsageLedger
@@ -19,7 +22,10 @@ from tests.fakes.github.activity import activity_of
 from tests.fakes.openai_server import Script
 
 TOKEN = "ghp_" + "Pl4nt3dT0k3nAbCdEfGhIjKlMnOpQrStUv12"
-PLANT = f"echo 'remote: https://x-access-token:{TOKEN}@github.com/acme/widgets.git'"
+PLANT = (
+    f"echo 'remote: https://x-access-token:{TOKEN}@github.com/acme/widgets.git' "
+    "&& cat ~/.config/drydock/grant.gitconfig"
+)
 NOTE = "[redacted: GitHub token]"
 
 
@@ -69,6 +75,11 @@ class TestNoSecretLeaves:
                 e.data["output"] for e in events if e.type is EventType.TOOL_CALL and e.data["name"] == "execute"
             ]
             assert f"x-access-token:{NOTE}@github.com" in tool_outputs[0]
+            # The sandbox's own grant, which git's configuration shows, is one of Drydock's secrets.
+            [grant_config] = list((tmp_path / "sandboxes").rglob("grant.gitconfig"))
+            [grant] = set(re.findall(rf"/{GRANT_PATH}/([^/]+)/git/", grant_config.read_text()))
+            assert grant not in shown
+            assert "[redacted: Drydock's sandbox grant]" in tool_outputs[0]
             [done] = [e for e in events if e.type is EventType.COMPLETED]
             assert done.data["summary"] == f"Fixed add(); the token was {NOTE}."
 
