@@ -249,9 +249,14 @@ class PriceTable:
     def price(self, model_id: str | None) -> Price | None:
         """The price of ``model_id``, also when the provider names a dated snapshot of it
         (``gpt-5-2025-08-07``); None when unknown."""
+        known = self.known_id(model_id)
+        return self._prices[known] if known is not None else None
+
+    def known_id(self, model_id: str | None) -> str | None:
+        """The id the table prices ``model_id`` under (a snapshot's model), or None."""
         if not model_id:
             return None
-        found = self._prices.get(model_id)
-        if found is None and (base := _SNAPSHOT.sub("", model_id)) != model_id:
-            found = self._prices.get(base)
-        return found
+        if model_id in self._prices:
+            return model_id
+        base = _SNAPSHOT.sub("", model_id)
+        return base if base in self._prices else None

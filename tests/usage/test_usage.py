@@ -36,6 +36,17 @@ class TestPrices:
         table = PriceTable(BUILTIN_PRICES)
         assert table.price("gpt-5-2025-08-07") == BUILTIN_PRICES["gpt-5"]
 
+    def test_the_model_that_answered_is_counted_as_the_catalog_names_it(self) -> None:
+        reply = AIMessage(
+            content="",
+            response_metadata={"model_name": "gpt-5-mini-2025-08-07"},
+            usage_metadata={"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
+        )
+        call = CallUsage.of(reply, "gpt-5", PriceTable(BUILTIN_PRICES))
+        assert call is not None
+        assert call.model == "gpt-5-mini"
+        assert call.cost_usd == pytest.approx(BUILTIN_PRICES["gpt-5-mini"].cost(10, 0, 5))
+
     def test_an_unknown_model_has_no_price(self) -> None:
         assert PriceTable(BUILTIN_PRICES).price("qwen3-coder") is None
 

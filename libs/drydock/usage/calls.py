@@ -26,7 +26,8 @@ class CallUsage:
     @classmethod
     def of(cls, message: AIMessage, model: str, prices: PriceTable) -> CallUsage | None:
         """The usage ``message`` reports (None: the provider sent none). ``model`` is the id the
-        call asked for; the provider's own name for it (a dated snapshot) is priced first."""
+        call asked for; the model the provider says answered is counted instead when the price
+        table knows it (a dated snapshot counts as its model)."""
         usage = message.usage_metadata
         if usage is None:
             return None
@@ -36,7 +37,9 @@ class CallUsage:
         cached = int(input_details.get("cache_read") or 0)
         output_tokens = int(usage.get("output_tokens") or 0)
         answered = message.response_metadata.get("model_name")
-        price = prices.price(answered if isinstance(answered, str) else None) or prices.price(model)
+        # The model that answered (a fallback's, perhaps), as the table names it; else the one asked.
+        model = prices.known_id(answered if isinstance(answered, str) else None) or model
+        price = prices.price(model)
         return cls(
             model=model,
             input_tokens=input_tokens,
