@@ -10,7 +10,7 @@ from redis.asyncio import Redis
 
 from drydock.config import ModelPriceSetting, ModelSettings, Settings
 from drydock.infra.redis import Keys
-from drydock.middleware.model_call_limit import ModelCallLimit
+from drydock.middleware.model_call_limit import ModelCallLimit, StepBudget
 from drydock.model_catalog import BUILTIN_PRICES, Price, PriceTable
 from drydock.telemetry import REGISTRY
 from drydock.usage import CallUsage, Dimension, UsageLedger, UsageRecorder, UsageScope
@@ -112,6 +112,19 @@ class TestRecordingAtTheModelCall:
             day = await ledger.day(dimension, value)
             assert day.calls == 2, dimension
             assert day.cost_usd == pytest.approx(expected), dimension
+
+    async def test_a_subagents_calls_are_recorded_on_the_runs_recorder(self, redis: Redis, keys: Keys) -> None:
+        script = Script().reply("found it").usage(prompt=500, completion=50)
+        ledger = UsageLedger(redis, keys)
+        scope = _scope()
+        recorder = UsageRecorder(ledger, PriceTable(BUILTIN_PRICES), scope)
+        subagent_limit = ModelCallLimit(StepBudget(5), subagent=True, usage=recorder)
+        async with ScriptedModelServer(script) as server:
+            agent = create_agent(chat_model(server, "gpt-5"), [], middleware=[subagent_limit])
+            await agent.ainvoke({"messages": [HumanMessage("look")]})
+
+        run = await ledger.run(scope.run_id)
+        assert (run.calls, run.input_tokens, run.output_tokens) == (1, 500, 50)
 
     async def test_the_roll_ups_expire(self, redis: Redis, keys: Keys) -> None:
         ledger = UsageLedger(redis, keys, retention_days=3)
