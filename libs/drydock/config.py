@@ -16,7 +16,16 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal, get_origin
 
-from pydantic import BaseModel, BeforeValidator, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 ENV_PREFIX = "DRYDOCK_"
@@ -424,6 +433,16 @@ class IngressSettings(BaseModel):
     )
 
 
+class ModelPriceSetting(BaseModel):
+    """One model's list price in US dollars per million tokens (``DRYDOCK_MODELS_PRICES``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+    output: float = Field(ge=0)
+
+
 class ModelSettings(BaseModel):
     """The model endpoint (``DRYDOCK_MODELS_*``): OpenAI or any OpenAI-compatible Chat Completions
     API. Model ids and efforts are checked against the catalog in :mod:`drydock.models` when the
@@ -448,6 +467,15 @@ class ModelSettings(BaseModel):
     )
     timeout: float = Field(default=300.0, gt=0, description="Seconds one model request may take.")
     max_retries: int = Field(default=2, ge=0, description="Retries of a failed request (429, 5xx, timeouts).")
+    prices: dict[str, ModelPriceSetting] = Field(
+        default_factory=dict,
+        description="Prices in US dollars per million tokens, per model id, as JSON: "
+        '{"id": {"input": 0.5, "cached_input": 0.05, "output": 2}}; they replace the catalog\'s '
+        "(cached_input unset: the input price). A model with no price has an unknown cost.",
+    )
+    usage_retention_days: int = Field(
+        default=90, ge=1, le=3660, description="Days the daily usage and cost roll-ups are kept in Redis."
+    )
 
     @field_validator("base_url")
     @classmethod

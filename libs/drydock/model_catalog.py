@@ -5,6 +5,7 @@ re-exports all of it and adds resolution, fallback and construction."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -192,3 +193,70 @@ def check_settings(settings: Settings) -> None:
                     f"; for a model your endpoint serves, add it: DRYDOCK_MODELS_EXTRA_MODELS='{{\"{model_id}\": []}}'"
                 )
             raise ConfigError(f"{where}: {error}{hint}") from None
+
+
+@dataclass(frozen=True)
+class Price:
+    """A model's price in US dollars per million tokens. Reasoning tokens are billed as output."""
+
+    input: float
+    cached_input: float
+    output: float
+
+    def cost(self, input_tokens: int, cached_input_tokens: int, output_tokens: int) -> float:
+        """US dollars for one call; ``input_tokens`` includes the cached ones, as providers count."""
+        uncached = max(0, input_tokens - cached_input_tokens)
+        return (
+            uncached * self.input + cached_input_tokens * self.cached_input + output_tokens * self.output
+        ) / 1_000_000
+
+
+# OpenAI's standard-tier list prices (https://developers.openai.com/api/docs/pricing), as read on
+# 2026-11-05 and reported in "OpenAI API Pricing: What Every Model Costs Per Million Tokens"
+# (api-evangelist, 2026-11-06) and nicolalazzari.ai's 2026 table; checked 2026-12-04.
+BUILTIN_PRICES: Mapping[str, Price] = {
+    "gpt-5.2": Price(1.75, 0.175, 14.00),
+    "gpt-5.1": Price(1.25, 0.125, 10.00),
+    "gpt-5": Price(1.25, 0.125, 10.00),
+    "gpt-5-mini": Price(0.25, 0.025, 2.00),
+    "gpt-5-nano": Price(0.05, 0.005, 0.40),
+    "o3": Price(2.00, 0.50, 8.00),
+    "o4-mini": Price(1.10, 0.275, 4.40),
+    "gpt-4.1": Price(2.00, 0.50, 8.00),
+    "gpt-4.1-mini": Price(0.40, 0.10, 1.60),
+}
+
+_SNAPSHOT = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+
+
+class PriceTable:
+    """Prices per model id: the built-in list prices, replaced per id by ``DRYDOCK_MODELS_PRICES``.
+    An id with no price is unknown (``None``), never free."""
+
+    def __init__(self, prices: Mapping[str, Price]) -> None:
+        self._prices = dict(prices)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> PriceTable:
+        configured = {
+            model_id: Price(
+                price.input, price.input if price.cached_input is None else price.cached_input, price.output
+            )
+            for model_id, price in settings.models.prices.items()
+        }
+        return cls({**BUILTIN_PRICES, **configured})
+
+    def price(self, model_id: str | None) -> Price | None:
+        """The price of ``model_id``, also when the provider names a dated snapshot of it
+        (``gpt-5-2025-08-07``); None when unknown."""
+        known = self.known_id(model_id)
+        return self._prices[known] if known is not None else None
+
+    def known_id(self, model_id: str | None) -> str | None:
+        """The id the table prices ``model_id`` under (a snapshot's model), or None."""
+        if not model_id:
+            return None
+        if model_id in self._prices:
+            return model_id
+        base = _SNAPSHOT.sub("", model_id)
+        return base if base in self._prices else None

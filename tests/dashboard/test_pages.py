@@ -95,6 +95,17 @@ class TestThreadPages:
         assert stopped.status_code == 303
         assert "A stop is requested." in (await ada.get(f"/threads/{thread_id}")).text
 
+    async def test_a_model_calls_tokens_and_cost_are_shown_and_an_unknown_cost_as_unknown(self, site: Site) -> None:
+        thread_id = await site.thread(str(uuid.uuid4()), owner="dev-ada")
+        usage = {"input_tokens": 2000, "cached_input_tokens": 1200, "output_tokens": 300, "reasoning_tokens": 120}
+        await site.emit(thread_id, EventType.MODEL_CALL, text="priced", tool_calls=[], **usage, cost_usd=0.00415)
+        await site.emit(thread_id, EventType.MODEL_CALL, text="unpriced", tool_calls=[], **usage, cost_usd=None)
+        ada = await site.sign_in("ada")
+        page = (await ada.get(f"/threads/{thread_id}")).text
+        assert "2000 tokens in (1200 cached), 300 out (120 reasoning), $0.0042" in page
+        assert "2000 tokens in (1200 cached), 300 out (120 reasoning), cost unknown" in page
+        assert "$0.0000" not in page
+
     async def test_the_list_filters_and_pages(self, site: Site) -> None:
         for second in range(3):
             await site.thread(str(uuid.uuid4()), owner="dev-ada", created_at=f"2026-01-01T00:00:0{second}+00:00")

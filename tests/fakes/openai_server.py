@@ -22,6 +22,7 @@ status codes and error types.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import time
@@ -45,10 +46,23 @@ class ScriptedCall:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """Token counts a step reports, as OpenAI counts them: ``prompt`` includes ``cached``,
+    ``completion`` includes ``reasoning``."""
+
+    prompt: int
+    completion: int
+    cached: int = 0
+    reasoning: int = 0
+
+
+@dataclass(frozen=True)
 class Answer:
     text: str
     calls: tuple[ScriptedCall, ...] = ()
     latency: float | None = None
+    usage: Usage | None = None
+    """Reported as given; None: counts estimated from the request's and answer's length."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +123,14 @@ class Script:
     def reply(self, text: str, /, *, latency: float | None = None) -> Script:
         """A final assistant message with ``text`` and no tool calls."""
         self._steps.append(Answer(text, (), latency))
+        return self
+
+    def usage(self, *, prompt: int, completion: int, cached: int = 0, reasoning: int = 0) -> Script:
+        """The last step (an answer) reports these token counts in its ``usage``."""
+        last = self._steps.pop()
+        if not isinstance(last, Answer):
+            raise ValueError("only an answer reports usage")
+        self._steps.append(dataclasses.replace(last, usage=Usage(prompt, completion, cached, reasoning)))
         return self
 
     def empty(self, *, latency: float | None = None) -> Script:
@@ -205,14 +227,21 @@ def _error_response(failure: Failure, request_id: str) -> JSONResponse:
 
 
 def _usage(body: dict[str, Any], answer: Answer) -> dict[str, Any]:
-    prompt = max(1, len(json.dumps(body.get("messages", []))) // 4)
-    completion = max(1, (len(answer.text) + sum(len(c.name) + len(c.arguments) for c in answer.calls)) // 4)
+    usage = answer.usage or Usage(
+        prompt=max(1, len(json.dumps(body.get("messages", []))) // 4),
+        completion=max(1, (len(answer.text) + sum(len(c.name) + len(c.arguments) for c in answer.calls)) // 4),
+    )
     return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+        "prompt_tokens": usage.prompt,
+        "completion_tokens": usage.completion,
+        "total_tokens": usage.prompt + usage.completion,
+        "prompt_tokens_details": {"cached_tokens": usage.cached, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": usage.reasoning,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
     }
 
 

@@ -6,6 +6,7 @@ from langchain_core.tools import tool
 
 from drydock.middleware.sanitize_tool_inputs import SanitizeToolInputs
 from drydock.middleware.tool_errors import ToolErrorsAsMessages
+from drydock.redaction import Redactor
 from tests.fakes.openai_server import Script, ScriptedModelServer
 from tests.middleware.conftest import chat_model
 
@@ -121,3 +122,38 @@ class TestArgumentValues:
 
         assert shell.calls == []
         assert answers[0].status == "error"
+
+
+class TestSecretsInOutboundTools:
+    TOKEN = "xoxb-" + "1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx"
+
+    async def test_an_outbound_tools_arguments_are_redacted_and_a_sandbox_tools_are_not(self) -> None:
+        sent: list[str] = []
+        ran: list[str] = []
+
+        @tool
+        async def slack_reply(text: str) -> str:
+            """Reply in the Slack thread."""
+            sent.append(text)
+            return "sent"
+
+        @tool
+        async def execute(command: str) -> str:
+            """Run a shell command."""
+            ran.append(command)
+            return "ok"
+
+        script = (
+            Script()
+            .tool_call("execute", command=f"grep -r {self.TOKEN} .")
+            .tool_call("slack_reply", text=f"The bot token is {self.TOKEN}, and here: `{self.TOKEN}`")
+            .reply("done")
+        )
+        async with ScriptedModelServer(script) as server:
+            agent = create_agent(
+                chat_model(server), [slack_reply, execute], middleware=[SanitizeToolInputs(Redactor(), "t")]
+            )
+            await agent.ainvoke({"messages": [HumanMessage("reply")]})
+
+        assert ran == [f"grep -r {self.TOKEN} ."]
+        assert sent == ["The bot token is [redacted: Slack token], and here: `[redacted: Slack token]`"]

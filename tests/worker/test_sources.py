@@ -8,6 +8,7 @@ from drydock.bus.envelopes import Channel, InboxMessage, ReplyAddress
 from drydock.channels.outbound import Outbound
 from drydock.channels.run_status import RunStatus
 from drydock.infra.redis import Keys
+from drydock.redaction import Redactor
 from drydock.roles import Role
 from drydock.threads.fields import REPLY_TO
 from drydock.threads.metadata import ThreadMetadataStore
@@ -62,3 +63,14 @@ class TestSourceNotices:
         address = ReplyAddress(channel=Channel.SLACK, address={"channel": "C1", "thread_ts": "1.0"})
         await SourceNotices(Outbound({Channel.SLACK: channel}, {}, []), address).notify("stopped")
         assert channel.replies == [({"channel": "C1", "thread_ts": "1.0"}, "stopped")]
+
+    async def test_a_notice_quoting_command_output_has_its_secrets_redacted(self) -> None:
+        channel = RecordingChannel()
+        address = ReplyAddress(channel=Channel.SLACK, address={"channel": "C1", "thread_ts": "1.0"})
+        redactor = Redactor().with_values({"grant-0123456789abcdef": "sandbox grant"})
+        notices = SourceNotices(Outbound({Channel.SLACK: channel}, {}, []), address, redactor)
+
+        await notices.notify("I could not clone:\n```\nfatal: bad grant grant-0123456789abcdef\n```")
+
+        note = "[redacted: Drydock's sandbox grant]"
+        assert channel.replies[0][1] == f"I could not clone:\n```\nfatal: bad grant {note}\n```"

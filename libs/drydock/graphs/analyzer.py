@@ -66,7 +66,11 @@ def make_analyzer(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]
         FilesystemMiddleware(backend=backend, tools=READ_TOOLS),
         NoSubagents(),
         FreshSkills(backend=backend, sources=[SKILLS_ROUTE]),
-        *at_the_provider_edge(analyzer_middleware(thread_id=inputs.scope.thread_id, limits=inputs.limits)),
+        *at_the_provider_edge(
+            analyzer_middleware(
+                thread_id=inputs.scope.thread_id, limits=inputs.limits, usage=inputs.usage, redactor=inputs.redactor
+            )
+        ),
     ]
     return create_deep_agent(
         inputs.model,

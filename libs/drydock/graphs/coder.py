@@ -39,6 +39,8 @@ def make_coder(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]:
         fallback=inputs.fallback,
         limits=inputs.limits,
         budget=budget,
+        usage=inputs.usage,
+        redactor=inputs.redactor,
     )
     breaker = next(m for m in middleware if isinstance(m, SandboxCircuitBreaker))
     return create_deep_agent(

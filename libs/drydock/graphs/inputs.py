@@ -14,6 +14,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
 from drydock.middleware import InboxReader, RunLimits, SandboxFailureCounter, SourceNotifier, StatusReporter
+from drydock.middleware.protocols import UsageRecorder
+from drydock.redaction import Redactor
 from drydock.sandbox.backend import SandboxBackend
 from drydock.tools.context import ThreadScope
 
@@ -47,6 +49,10 @@ class AgentInputs:
     branch_prefix: str = "drydock/"
     auto_open_pr: bool = True
     """The user lets the agent open pull requests without being asked (their profile's flag)."""
+    usage: UsageRecorder | None = None
+    """Records each model call's tokens and cost (None: not recorded)."""
+    redactor: Redactor | None = None
+    """Redacts secrets from what the agent's tools send out (None: nothing redacted)."""
 
 
 GraphFactory = Callable[[RunnableConfig], CompiledStateGraph[Any, Any, Any, Any]]

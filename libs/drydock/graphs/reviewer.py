@@ -37,7 +37,12 @@ def make_reviewer(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]
         NoSubagents(),
         *at_the_provider_edge(
             reviewer_middleware(
-                thread_id=inputs.scope.thread_id, status=inputs.status, notifier=inputs.notifier, limits=inputs.limits
+                thread_id=inputs.scope.thread_id,
+                status=inputs.status,
+                notifier=inputs.notifier,
+                limits=inputs.limits,
+                usage=inputs.usage,
+                redactor=inputs.redactor,
             )
         ),
     ]

@@ -69,6 +69,8 @@ def coder_subagent_middleware(
         budget=budget,
         breaker=breaker,
         subagent=True,
+        usage=inputs.usage,
+        redactor=inputs.redactor,
     )
     *steps, edge = at_the_provider_edge(stack)
     middleware: list[AgentMiddleware[Any, Any, Any]] = [

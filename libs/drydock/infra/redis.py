@@ -286,6 +286,15 @@ class Keys:
         """A user's profile hash (default repository, …)."""
         return f"{self.prefix}:user:{user_id}"
 
+    def usage(self, day: str, dimension: str, value: str) -> str:
+        """One day's usage and cost (``YYYY-MM-DD``, UTC) of one thread, user, team, repository or
+        model (counters in a hash; expires after the retention)."""
+        return f"{self.prefix}:usage:{day}:{dimension}:{value}"
+
+    def run_usage(self, run_id: str) -> str:
+        """One run's usage and cost (counters in a hash; expires after the retention)."""
+        return f"{self.prefix}:usage:run:{run_id}"
+
     def team(self) -> str:
         """The team defaults (allowed organizations, mention handle, default repository), as JSON."""
         return f"{self.prefix}:team"

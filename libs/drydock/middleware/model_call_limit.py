@@ -12,6 +12,10 @@ the count from the budget, so the subagent's calls are written to the agent's ch
 count too. Every call is counted before it is made (and given back if it fails), so parallel
 subagents cannot all take the last call.
 
+Each reply's token usage and cost is recorded here too (``usage``, a
+:class:`~drydock.usage.UsageRecorder`), at the same boundary: the step limit bounds spend as well
+as calls, and a subagent's calls are recorded by its own stack's limit on the run's recorder.
+
 The check wraps the model call instead of running as a ``before_model`` hook, because every
 hook is a graph node with its own checkpoint: the stop message stands in for the model's reply
 (no tool calls, so the agent ends), and the count is written with the reply.
@@ -32,10 +36,12 @@ from langchain.agents.middleware import (
     ModelResponse,
 )
 from langchain.agents.middleware.types import PrivateStateAttr
+from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from drydock.middleware.outcome import StopReason, stop_message
+from drydock.middleware.protocols import UsageRecorder
 
 
 @dataclass
@@ -59,10 +65,11 @@ class ModelCallLimit(AgentMiddleware[ModelCallLimitState, Any, Any]):
 
     state_schema = ModelCallLimitState
 
-    def __init__(self, budget: StepBudget | int, *, subagent: bool = False) -> None:
+    def __init__(self, budget: StepBudget | int, *, subagent: bool = False, usage: UsageRecorder | None = None) -> None:
         super().__init__()
         self.budget = budget if isinstance(budget, StepBudget) else StepBudget(budget)
         self.subagent = subagent
+        self.usage = usage
 
     @property
     def run_limit(self) -> int:
@@ -100,6 +107,23 @@ class ModelCallLimit(AgentMiddleware[ModelCallLimitState, Any, Any]):
         except BaseException:
             budget.spent -= 1
             raise
+        if self.usage is not None:
+            await _record(self.usage, request, response)
         if self.subagent:
             return response
         return ExtendedModelResponse(model_response=response, command=Command(update={"model_calls": budget.spent}))
+
+
+async def _record(usage: UsageRecorder, request: ModelRequest[Any], response: ModelResponse[Any]) -> None:
+    model = _model_id(request.model)
+    for message in response.result:
+        if isinstance(message, AIMessage):
+            await usage.record(message, model)
+
+
+def _model_id(model: object) -> str:
+    for attribute in ("model_name", "model"):
+        value = getattr(model, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(model).__name__

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from langchain_core.messages import AIMessage
+
 from drydock.channels.run_status import RunStatus
 from drydock.threads.inbox import StoredMessage
 
@@ -45,4 +47,10 @@ class SandboxFailureCounter(Protocol):
 class InstructionFileReader(Protocol):
     async def read_texts(self, paths: Sequence[str]) -> dict[str, str]:
         """The text of each of ``paths`` that exists, by path; missing files are left out."""
+        ...
+
+
+class UsageRecorder(Protocol):
+    async def record(self, message: AIMessage, model: str) -> object:
+        """Count the token usage and cost ``message`` (a model's reply to a call of ``model``) reports."""
         ...

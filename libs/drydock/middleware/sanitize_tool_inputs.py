@@ -11,7 +11,10 @@ On the model's reply (the outermost model wrapper, so it sees the final reply):
   never run with guessed arguments.
 
 On each tool call, before it runs: NUL characters are removed from string arguments, and
-arguments that are ``null`` but optional in the tool's schema are dropped so their defaults apply.
+arguments that are ``null`` but optional in the tool's schema are dropped so their defaults apply,
+and secrets are redacted (:class:`~drydock.redaction.Redactor`) from the arguments of every tool
+whose words leave Drydock (comments, pull requests, reviews and findings, Slack and Linear
+messages, web requests): all but the tools working inside the sandbox (:data:`INTERNAL_TOOLS`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,14 @@ from langchain_core.tools import BaseTool
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 from pydantic import BaseModel
+
+from drydock.redaction import Redactor
+
+INTERNAL_TOOLS = frozenset(
+    {"execute", "read_file", "write_file", "edit_file", "ls", "glob", "grep", "git", "task", "write_todos"}
+)
+"""Tools whose arguments stay in the sandbox or the run: not redacted (a file the agent edits
+must keep its bytes)."""
 
 MALFORMED_ARGUMENTS = "__drydock_malformed_arguments__"
 """Argument key of a call whose arguments could not be read; its value says why."""
@@ -121,7 +132,13 @@ def _required(tool: BaseTool) -> set[str] | None:
 
 
 class SanitizeToolInputs(AgentMiddleware[AgentState[Any], Any, Any]):
-    """Normalizes the tool calls in the model's reply and the arguments of each call it runs."""
+    """Normalizes the tool calls in the model's reply and the arguments of each call it runs;
+    with a ``redactor``, redacts secrets from the arguments of outbound tools."""
+
+    def __init__(self, redactor: Redactor | None = None, thread_id: str | None = None) -> None:
+        super().__init__()
+        self.redactor = redactor
+        self.thread_id = thread_id
 
     async def awrap_model_call(
         self,
@@ -152,6 +169,8 @@ class SanitizeToolInputs(AgentMiddleware[AgentState[Any], Any, Any]):
                 status="error",
             )
         arguments = {key: _clean(value) for key, value in call["args"].items()}
+        if self.redactor is not None and call["name"] not in INTERNAL_TOOLS:
+            arguments = self.redactor.redact_value(arguments, where=f"tool {call['name']}", thread_id=self.thread_id)
         required = _required(request.tool) if request.tool is not None else None
         if required is not None:
             arguments = {k: v for k, v in arguments.items() if v is not None or k in required}

@@ -55,6 +55,7 @@ from drydock.middleware.protocols import (
     SandboxFailureCounter,
     SourceNotifier,
     StatusReporter,
+    UsageRecorder,
 )
 from drydock.middleware.provider_edge import ProviderEdge
 from drydock.middleware.sandbox_circuit_breaker import SandboxCircuitBreaker
@@ -64,6 +65,7 @@ from drydock.middleware.status_indicators import StatusIndicators
 from drydock.middleware.step_limit_notice import StepLimitNotice
 from drydock.middleware.strip_reasoning import StripMalformedReasoning
 from drydock.middleware.tool_errors import ToolErrorsAsMessages
+from drydock.redaction import Redactor
 from drydock.roles import Role
 
 CODER_ORDER: tuple[str, ...] = (
@@ -103,10 +105,10 @@ class RunLimits:
     """Consecutive sandbox failures that trip the circuit breaker."""
 
 
-def _limit(limits: RunLimits, budget: StepBudget | None, subagent: bool) -> ModelCallLimit:
+def _limit(limits: RunLimits, budget: StepBudget | None, subagent: bool, usage: UsageRecorder | None) -> ModelCallLimit:
     if subagent and budget is None:
         raise ValueError("a subagent's stack needs the budget of the run that starts it")
-    return ModelCallLimit(budget or limits.model_calls, subagent=subagent)
+    return ModelCallLimit(budget or limits.model_calls, subagent=subagent, usage=usage)
 
 
 def coder_middleware(
@@ -123,6 +125,8 @@ def coder_middleware(
     budget: StepBudget | None = None,
     breaker: SandboxCircuitBreaker | None = None,
     subagent: bool = False,
+    usage: UsageRecorder | None = None,
+    redactor: Redactor | None = None,
 ) -> list[AgentMiddleware[Any, Any, Any]]:
     """The coder's middleware for one run of ``thread_id``, in :data:`CODER_ORDER`.
 
@@ -131,13 +135,15 @@ def coder_middleware(
     reads the sandbox's files under ``repository_root``; ``fallback`` is the fallback model,
     given only when it differs from the run's model. ``budget`` is the run's step budget (None:
     one of ``limits.model_calls``); a ``subagent`` stack spends the budget of the run that
-    started it and trips its ``breaker`` (the very instance in the run's own stack).
+    started it and trips its ``breaker`` (the very instance in the run's own stack). ``usage``
+    records each model call's tokens and cost (step 2); ``redactor`` redacts secrets from the
+    arguments of outbound tools (step 1).
     """
     if subagent and breaker is None:
         raise ValueError("a subagent's stack needs the circuit breaker of the run that starts it")
     stack: list[AgentMiddleware[Any, Any, Any] | None] = [
-        SanitizeToolInputs(),
-        _limit(limits, budget, subagent),
+        SanitizeToolInputs(redactor, thread_id),
+        _limit(limits, budget, subagent, usage),
         ToolErrorsAsMessages(thread_id),
         ScopedInstructions(instructions, repository_root),
         InboxInjection(inbox, thread_id),
@@ -158,11 +164,13 @@ def reviewer_middleware(
     status: StatusReporter | None = None,
     notifier: SourceNotifier | None = None,
     limits: RunLimits = RunLimits(),
+    usage: UsageRecorder | None = None,
+    redactor: Redactor | None = None,
 ) -> list[AgentMiddleware[Any, Any, Any]]:
     """The reviewer's leaner middleware for one run of ``thread_id``, in :data:`REVIEWER_ORDER`."""
     return [
-        SanitizeToolInputs(),
-        ModelCallLimit(limits.model_calls),
+        SanitizeToolInputs(redactor, thread_id),
+        ModelCallLimit(limits.model_calls, usage=usage),
         ToolErrorsAsMessages(thread_id),
         StatusIndicators(status, thread_id),
         EmptyReplyNudge(max_nudges=limits.empty_replies, role=Role.REVIEWER),
@@ -171,11 +179,17 @@ def reviewer_middleware(
     ]
 
 
-def analyzer_middleware(*, thread_id: str, limits: RunLimits = RunLimits()) -> list[AgentMiddleware[Any, Any, Any]]:
+def analyzer_middleware(
+    *,
+    thread_id: str,
+    limits: RunLimits = RunLimits(),
+    usage: UsageRecorder | None = None,
+    redactor: Redactor | None = None,
+) -> list[AgentMiddleware[Any, Any, Any]]:
     """The analyzer's middleware for one run of ``thread_id``, in :data:`ANALYZER_ORDER`."""
     return [
-        SanitizeToolInputs(),
-        ModelCallLimit(limits.model_calls),
+        SanitizeToolInputs(redactor, thread_id),
+        ModelCallLimit(limits.model_calls, usage=usage),
         ToolErrorsAsMessages(thread_id),
         EmptyReplyNudge(max_nudges=limits.empty_replies, role=Role.ANALYZER),
         StripMalformedReasoning(),

@@ -147,6 +147,17 @@ class SandboxManager:
             snapshots=snapshots,
         )
 
+    def secrets(self, thread_id: str) -> dict[str, str]:
+        """The secret values of the thread's sandbox as this process holds it (its proxy grant and
+        its daemon token), each mapped to what it is: to keep them out of what the agent posts."""
+        cached = self._cache.get(thread_id)
+        if cached is None:
+            return {}
+        found = {cached.backend.handle.token: "sandbox daemon token"}
+        if cached.grant.token:
+            found[cached.grant.token] = "sandbox grant"
+        return found
+
     async def ensure_sandbox(self, thread_id: str) -> SandboxBackend:
         """The thread's healthy sandbox, created, reconnected or recreated as needed.
 

@@ -17,6 +17,7 @@ from drydock.channels.outbound import Outbound
 from drydock.config import Settings
 from drydock.effects import EffectLedger, Effects
 from drydock.infra.redis import Keys
+from drydock.redaction import Redactor
 from drydock.roles import Role
 
 
@@ -45,6 +46,8 @@ class ToolContext:
     outbound: Outbound
     http: httpx.AsyncClient
     """A shared client for the network tools (no credentials attached)."""
+    redactor: Redactor | None = None
+    """Redacts secrets from the events the tools record (None: nothing redacted)."""
 
     @property
     def effects(self) -> Effects:
@@ -52,5 +55,7 @@ class ToolContext:
         return Effects(EffectLedger(self.redis, self.keys), self.scope.thread_id)
 
     async def emit(self, type: EventType, **data: object) -> None:
-        """Record what the tool did as a run event of the thread."""
+        """Record what the tool did as a run event of the thread (secrets redacted)."""
+        if self.redactor is not None:
+            data = self.redactor.redact_value(data, where=f"event {type.value}", thread_id=self.scope.thread_id)
         await self.bus.emit(RunEvent(thread_id=self.scope.thread_id, run_id=self.scope.run_id, type=type, data=data))

@@ -52,7 +52,9 @@ from drydock.graphs.inputs import AgentInputs, Checkout, GraphFactory
 from drydock.infra.redis import Keys
 from drydock.middleware import EmptyReplies, RunLimits, StopReason, stop_reason
 from drydock.middleware.inbox_injection import inbox_message_id, inbox_message_text
+from drydock.model_catalog import PriceTable
 from drydock.models import ModelChoice, ModelError, Models
+from drydock.redaction import Redactor
 from drydock.roles import Role
 from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.errors import SandboxError
@@ -65,6 +67,8 @@ from drydock.threads.states import ThreadState, ThreadStates
 from drydock.threads.stops import StopRequests
 from drydock.tools import build_tools
 from drydock.tools.context import ThreadScope, ToolContext
+from drydock.usage import UsageLedger, UsageRecorder, UsageScope
+from drydock.usage.recorder import METADATA_KEY as USAGE_METADATA_KEY
 from drydock.worker.sources import SourceNotices, SourceStatus
 
 log = structlog.get_logger(__name__)
@@ -156,6 +160,10 @@ class AgentRuns:
         self.stops = StopRequests(parts.redis, parts.keys)
         worker = parts.settings.worker
         self.limits = RunLimits(model_calls=worker.step_limit, sandbox_failures=worker.sandbox_failure_limit)
+        models = parts.settings.models
+        self.usage = UsageLedger(parts.redis, parts.keys, retention_days=models.usage_retention_days)
+        self.prices = PriceTable.from_settings(parts.settings)
+        self.redactor = Redactor.from_settings(parts.settings)
 
     async def __call__(self, thread_id: str, lease: Lease) -> int:
         fields = await self.metadata.get(thread_id)
@@ -167,13 +175,13 @@ class AgentRuns:
             reply_to=ReplyAddress.model_validate_json(fields[REPLY_TO]),
             user_id=fields.get(OWNER) or None,
         )
-        events = RunEvents(self.parts.bus, scope, self.states)
+        events = RunEvents(self.parts.bus, scope, self.states, redactor=self.redactor)
         config: RunnableConfig = {
             "configurable": {"thread_id": thread_id},
             "recursion_limit": RECURSION_LIMIT,
             "metadata": {"run_id": scope.run_id, "role": scope.role.value},
         }
-        notices = SourceNotices(self.parts.outbound, scope.reply_to) if self._can_answer(scope) else None
+        notices = SourceNotices(self.parts.outbound, scope.reply_to, self.redactor) if self._can_answer(scope) else None
         bound = log.bind(thread_id=thread_id, run_id=scope.run_id, role=scope.role.value)
         try:
             return await self._run(scope, fields, config, events, notices, fence=lease.fence)
@@ -221,6 +229,10 @@ class AgentRuns:
             raise RunEnded(f"I can't start: {error}.") from None
         fallback = parts.models.fallback_for(resolved)
         backend = await self._sandbox(scope)
+        redactor = self.redactor.with_values(parts.sandboxes.secrets(scope.thread_id))
+        events.redactor = redactor
+        if notices is not None:
+            notices.redactor = redactor
         checkout = await self._checkout(backend, scope.repository) if scope.repository else None
         if parts.hooks.prepare is not None:
             setup = await parts.hooks.prepare(RunSetup(scope, backend, checkout, parts))
@@ -235,6 +247,7 @@ class AgentRuns:
                 keys=parts.keys,
                 outbound=parts.outbound,
                 http=parts.http,
+                redactor=redactor,
             ),
         )
         status = (
@@ -257,6 +270,18 @@ class AgentRuns:
             limits=self.limits,
             branch_prefix=(profile.branch_prefix if profile and profile.branch_prefix else "drydock/"),
             auto_open_pr=profile.auto_open_pr if profile else True,
+            usage=UsageRecorder(
+                self.usage,
+                self.prices,
+                UsageScope(
+                    run_id=scope.run_id,
+                    thread_id=scope.thread_id,
+                    role=scope.role.value,
+                    user_id=scope.user_id,
+                    repository=scope.repository,
+                ),
+            ),
+            redactor=redactor,
         )
         agent = parts.factory(with_inputs(config, inputs))
         await events.emit(
@@ -435,13 +460,19 @@ class RunEvents:
     per event, and a run does not end before its events are stored.
     """
 
-    def __init__(self, bus: Bus, scope: ThreadScope, states: ThreadStates | None = None) -> None:
+    def __init__(
+        self, bus: Bus, scope: ThreadScope, states: ThreadStates | None = None, *, redactor: Redactor | None = None
+    ) -> None:
         self._bus = bus
         self._scope = scope
         self._states = states
         self._pending: list[asyncio.Future[PubAck]] = []
+        self.redactor = redactor
+        """Redacts secrets from every event's data (the dashboard shows it)."""
 
     def _event(self, type: EventType, data: dict[str, Any]) -> RunEvent:
+        if self.redactor is not None:
+            data = self.redactor.redact_value(data, where=f"event {type.value}", thread_id=self._scope.thread_id)
         return RunEvent(thread_id=self._scope.thread_id, run_id=self._scope.run_id, type=type, data=data)
 
     async def emit(self, type: EventType, **data: Any) -> None:
@@ -479,19 +510,27 @@ class RunEvents:
             for message in _messages(change):
                 # A stop message stands in for a model call that was not made.
                 if node == "model" and isinstance(message, AIMessage) and stop_reason([message]) is None:
-                    usage: Mapping[str, Any] = message.usage_metadata or {}
                     await self.emit_soon(
                         EventType.MODEL_CALL,
                         tool_calls=[call["name"] for call in message.tool_calls],
                         arguments=[_brief(call["args"]) for call in message.tool_calls],
                         text=message.text[:500],
-                        input_tokens=usage.get("input_tokens"),
-                        output_tokens=usage.get("output_tokens"),
+                        **_usage(message),
                     )
                 elif node == "tools" and isinstance(message, ToolMessage):
                     await self.emit_soon(
                         EventType.TOOL_CALL, name=message.name, status=message.status, output=message.text[:500]
                     )
+
+
+def _usage(message: AIMessage) -> dict[str, Any]:
+    """A model call's tokens and cost for its event: as recorded at the call
+    (:mod:`drydock.usage.recorder`), else the tokens the reply reports, cost unknown."""
+    recorded = message.response_metadata.get(USAGE_METADATA_KEY)
+    if isinstance(recorded, dict):
+        return {key: value for key, value in recorded.items() if key != "model"}
+    usage: Mapping[str, Any] = message.usage_metadata or {}
+    return {"input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens"), "cost_usd": None}
 
 
 def _messages(change: Any) -> list[BaseMessage]:

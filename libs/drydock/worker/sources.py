@@ -7,6 +7,7 @@ from __future__ import annotations
 from drydock.bus.envelopes import ReplyAddress
 from drydock.channels.outbound import Outbound
 from drydock.channels.run_status import RunStatus
+from drydock.redaction import Redactor
 from drydock.threads.fields import REPLY_TO
 from drydock.threads.metadata import ThreadMetadataStore
 
@@ -35,9 +36,13 @@ class SourceStatus:
 class SourceNotices:
     """Posts notices (the step limit, the circuit breaker, failures) to the source conversation."""
 
-    def __init__(self, outbound: Outbound, address: ReplyAddress) -> None:
+    def __init__(self, outbound: Outbound, address: ReplyAddress, redactor: Redactor | None = None) -> None:
         self._outbound = outbound
         self._address = address
+        self.redactor = redactor
+        """Set once the run knows its sandbox's secrets; notices quote command output (a failed clone)."""
 
     async def notify(self, text: str) -> None:
+        if self.redactor is not None:
+            text = self.redactor.redact(text, where="notice")
         await self._outbound.reply(self._address, text)

@@ -1,0 +1,143 @@
+"""Usage and cost roll-ups in Redis: one hash of counters per run, and per day (UTC) per
+thread, user, team, repository and model, each expiring after the retention, so the store
+stays bounded. Cost is kept in nanodollars (integers, exact sums); calls of a model without a
+known price are counted apart, and a total with any of them has an unknown cost."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from enum import StrEnum
+from typing import Any, cast
+
+from redis.asyncio import Redis
+
+from drydock.infra.redis import Keys
+from drydock.usage.calls import CallUsage
+
+NANO = 1_000_000_000
+
+
+class Dimension(StrEnum):
+    """What a daily roll-up is kept per. ``team`` is the organization that owns the run's
+    repository (the unit the team defaults' ``allowed_organizations`` lists)."""
+
+    THREAD = "thread"
+    USER = "user"
+    TEAM = "team"
+    REPOSITORY = "repository"
+    MODEL = "model"
+
+
+@dataclass(frozen=True)
+class UsageScope:
+    """Who and what a run's model calls count against."""
+
+    run_id: str
+    thread_id: str
+    role: str
+    user_id: str | None = None
+    repository: str | None = None
+
+    @property
+    def team(self) -> str | None:
+        return self.repository.split("/", 1)[0].lower() if self.repository else None
+
+    def values(self, model: str) -> dict[Dimension, str]:
+        found = {
+            Dimension.THREAD: self.thread_id,
+            Dimension.USER: self.user_id,
+            Dimension.TEAM: self.team,
+            Dimension.REPOSITORY: self.repository.lower() if self.repository else None,
+            Dimension.MODEL: model,
+        }
+        return {dimension: value for dimension, value in found.items() if value}
+
+
+@dataclass(frozen=True)
+class UsageTotals:
+    """Summed usage; ``cost_usd`` is None when any call had no known price (or there were none)."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    priced_cost_usd: float = 0.0
+    """The cost of the calls with a known price."""
+    unpriced_calls: int = 0
+
+    @property
+    def cost_usd(self) -> float | None:
+        return None if self.unpriced_calls or not self.calls else self.priced_cost_usd
+
+    @classmethod
+    def from_hash(cls, raw: Mapping[str, str]) -> UsageTotals:
+        def number(name: str) -> int:
+            return int(raw.get(name, 0))
+
+        return cls(
+            calls=number("calls"),
+            input_tokens=number("input"),
+            cached_input_tokens=number("cached_input"),
+            output_tokens=number("output"),
+            reasoning_tokens=number("reasoning"),
+            priced_cost_usd=number("cost_nanousd") / NANO,
+            unpriced_calls=number("unpriced_calls"),
+        )
+
+
+def _day(at: datetime | None) -> str:
+    return (at or datetime.now(UTC)).astimezone(UTC).date().isoformat()
+
+
+class UsageLedger:
+    """Writes and reads the roll-ups; one pipeline (one round trip) per model call."""
+
+    def __init__(self, redis: Redis, keys: Keys, *, retention_days: int = 90) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._ttl = retention_days * 86_400
+
+    async def add(self, scope: UsageScope, call: CallUsage, *, at: datetime | None = None) -> None:
+        """Count ``call`` for the run and, on its day, for each of the scope's dimensions."""
+        day = _day(at)
+        counters: dict[str, int] = {
+            "calls": 1,
+            "input": call.input_tokens,
+            "cached_input": call.cached_input_tokens,
+            "output": call.output_tokens,
+            "reasoning": call.reasoning_tokens,
+        }
+        if call.cost_usd is None:
+            counters["unpriced_calls"] = 1
+        else:
+            counters["cost_nanousd"] = round(call.cost_usd * NANO)
+        keys = [self._keys.run_usage(scope.run_id)]
+        keys += [self._keys.usage(day, dimension.value, value) for dimension, value in scope.values(call.model).items()]
+        pipe = self._redis.pipeline(transaction=False)
+        for key in keys:
+            for name, amount in counters.items():
+                if amount:
+                    pipe.hincrby(key, name, amount)
+            pipe.expire(key, self._ttl)
+        await pipe.execute()
+
+    async def run(self, run_id: str) -> UsageTotals:
+        """The usage of one run so far."""
+        raw = await cast(Any, self._redis.hgetall(self._keys.run_usage(run_id)))
+        return UsageTotals.from_hash(_text(raw))
+
+    async def day(self, dimension: Dimension, value: str, on: date | None = None) -> UsageTotals:
+        """The usage of one thread, user, team, repository or model on one day (UTC; today by default)."""
+        day = (on or datetime.now(UTC).date()).isoformat()
+        raw = await cast(Any, self._redis.hgetall(self._keys.usage(day, dimension.value, value)))
+        return UsageTotals.from_hash(_text(raw))
+
+
+def _text(raw: Mapping[Any, Any]) -> dict[str, str]:
+    return {
+        (k.decode() if isinstance(k, bytes) else str(k)): (v.decode() if isinstance(v, bytes) else str(v))
+        for k, v in raw.items()
+    }
