@@ -17,7 +17,13 @@ from pydantic import SecretStr
 
 from drydock.bus import Author, Bus, BusUnavailable, Channel, EventType, InboxMessage, ReplyAddress, RunEvent, subjects
 from drydock.bus.client import connect_nats
-from drydock.bus.permissions import PROVISIONER, nats_authorization, password_variables, service_permissions
+from drydock.bus.permissions import (
+    MAX_DELIVERIES_ADVISORY,
+    PROVISIONER,
+    nats_authorization,
+    password_variables,
+    service_permissions,
+)
 from drydock.bus.streams import INBOX_STREAM, RUNS_STREAM, run_consumer
 from drydock.config import NatsSettings, SnapshotSettings
 from drydock.infra.embedded import EmbeddedServer, EmbeddedUrls, free_port, nats_server_binary
@@ -148,6 +154,16 @@ class TestWorkers:
             with pytest.raises(BusUnavailable):
                 await Bus(nc, timeout=1).publish(subjects.run(role, thread_id), message(thread_id))
             await violation(nc, subjects.run(role, thread_id))
+
+    async def test_a_worker_hears_its_roles_max_deliveries_advisory(self, infra: EmbeddedUrls, bus: Bus) -> None:
+        advisory = f"{MAX_DELIVERIES_ADVISORY}.{RUNS_STREAM}.{run_consumer(Role.CODER)}"
+        async with connected(infra, "coder-worker") as nc, connected(infra, PROVISIONER) as provisioner:
+            subscription = await nc.subscribe(advisory, queue=f"dead-letters-{run_consumer(Role.CODER)}")
+            await nc.flush()
+            await provisioner.publish(advisory, b"{}")
+            heard = await subscription.next_msg(timeout=10)
+            assert nc.last_error is None
+        assert heard.data == b"{}"
 
     async def test_a_worker_cannot_manage_streams(self, infra: EmbeddedUrls, bus: Bus) -> None:
         async with connected(infra, "coder-worker") as nc:

@@ -44,6 +44,9 @@ from drydock.roles import Role
 
 PROVISIONER = "provisioner"
 _API = "$JS.API"
+MAX_DELIVERIES_ADVISORY = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
+"""JetStream's advisory of a message that used up its deliveries, followed by the subject's
+stream and consumer (the workers bury such wakes as dead letters)."""
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,8 @@ def _worker(role: Role, snapshots: SnapshotSettings) -> Permissions:
     publish += _snapshots(snapshots)
     if role in _HANDS_OFF_TO:
         publish += _hand_off(_HANDS_OFF_TO[role])
-    return _user(user, publish)
+    advisory = f"{MAX_DELIVERIES_ADVISORY}.{RUNS_STREAM}.{run_consumer(role)}"
+    return _user(user, publish) | Permissions((), (advisory,))
 
 
 def service_permissions(snapshots: SnapshotSettings | None = None) -> dict[str, Permissions]:

@@ -24,6 +24,7 @@ from nats.errors import Error as NatsError
 from pydantic import ValidationError
 
 from drydock.bus import Bus, Wake
+from drydock.bus.permissions import MAX_DELIVERIES_ADVISORY
 from drydock.bus.streams import RUNS_STREAM, run_consumer
 from drydock.infra.cancellation import raise_if_cancelling
 from drydock.roles import Role
@@ -35,7 +36,6 @@ WakeHandler = Callable[[Wake], Awaitable[None]]
 
 _MAX_NAK_DELAY = 60.0
 
-MAX_DELIVERIES_ADVISORY = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
 
 UNANSWERED = "every delivery ended without an answer (the worker stopped, crashed or was killed each time)"
 
