@@ -15,7 +15,18 @@ from nats.aio.client import Client as NatsClient
 from nats.errors import Error as NatsError
 from pydantic import SecretStr
 
-from drydock.bus import Author, Bus, BusUnavailable, Channel, EventType, InboxMessage, ReplyAddress, RunEvent, subjects
+from drydock.bus import (
+    Author,
+    Bus,
+    BusUnavailable,
+    Channel,
+    EventType,
+    InboxMessage,
+    ReplyAddress,
+    RunEvent,
+    Wake,
+    subjects,
+)
 from drydock.bus.client import connect_nats
 from drydock.bus.permissions import (
     MAX_DELIVERIES_ADVISORY,
@@ -146,7 +157,13 @@ class TestWorkers:
                 await subscription.fetch(1, timeout=1)
             await violation(nc, f"$JS.API.CONSUMER.MSG.NEXT.{RUNS_STREAM}.{run_consumer(Role.CODER)}")
 
-    @pytest.mark.parametrize(("user", "role"), [("coder-worker", Role.CODER), ("reviewer-worker", Role.CODER)])
+    async def test_a_worker_wakes_its_own_roles_threads(self, infra: EmbeddedUrls, bus: Bus, thread_id: str) -> None:
+        async with connected(infra, "analyzer-worker") as nc:
+            ack = await Bus(nc).wake(Wake(thread_id=thread_id, role=Role.ANALYZER, reason="resume"))
+            assert nc.last_error is None
+        assert ack.seq > 0
+
+    @pytest.mark.parametrize(("user", "role"), [("coder-worker", Role.ANALYZER), ("reviewer-worker", Role.CODER)])
     async def test_a_worker_wakes_only_the_role_it_hands_off_to(
         self, infra: EmbeddedUrls, user: str, role: Role, thread_id: str
     ) -> None:

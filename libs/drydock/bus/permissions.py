@@ -5,10 +5,11 @@ The split (README, "The control plane"):
 - ``ingress`` publishes inbox messages, wakes and GitHub events; it reads nothing.
 - ``dashboard`` reads a thread's events (ordered consumers on ``DRYDOCK_EVENTS``) and its inbox,
   and hands messages to coder and analyzer threads (inbox and their wakes).
-- ``<role>-worker`` consumes its role's runs consumer and nothing else, reads the inbox,
-  publishes events and keeps snapshots in the object store bucket. The coder also hands
+- ``<role>-worker`` consumes its role's runs consumer and nothing else (and hears its
+  max-deliveries advisory), reads the inbox, publishes events, wakes its own role's threads
+  (the lease sweeper) and keeps snapshots in the object store bucket. The coder also hands
   messages to reviewer threads (``request_review``), the reviewer to analyzer threads (a
-  repository without guidelines); the analyzer publishes no message and wakes nobody.
+  repository without guidelines); the analyzer publishes no message.
 - ``autofix-controller`` consumes its two consumers, publishes events and hands messages to
   any role (repair runs, scheduled wake-ups).
 - ``credential-proxy`` publishes events (its denials).
@@ -127,7 +128,9 @@ asks the analyzer for them."""
 
 def _worker(role: Role, snapshots: SnapshotSettings) -> Permissions:
     user = f"{role.value}-worker"
+    # Its own role's wakes: the lease sweeper resumes the threads of a worker that died.
     publish = [*_consume(RUNS_STREAM, run_consumer(role)), *_read_directly(INBOX_STREAM), *_EVENTS]
+    publish.append(subjects.runs_of(role))
     publish += _snapshots(snapshots)
     if role in _HANDS_OFF_TO:
         publish += _hand_off(_HANDS_OFF_TO[role])
