@@ -172,6 +172,7 @@ class Chaos:
         self.answered: set[int] = set()
         self.disruptions: list[float] = []
         self.affected: list[set[str]] = []
+        self.retries = 0
         self.observer = Observer()
 
     def request(self, number: int) -> SignedRequest:
@@ -197,6 +198,7 @@ class Chaos:
                     self.answered.add(number)
                     self.outcome.answered += 1
                     return
+                self.retries += 1
                 await asyncio.sleep(0.5)
 
     async def deliver_all(self, urls: Callable[[], list[str]], *, spacing: float) -> None:
@@ -220,6 +222,10 @@ class Chaos:
             self.disruptions.append(time.monotonic())
             self.affected.append(self.in_flight())
             await action()
+
+    @property
+    def disruptions_done(self) -> int:
+        return len(self.disruptions)
 
     async def settle_and_count(self, *, stopped_counts: bool = False) -> Outcome:
         stage, outcome = self.stage, self.outcome
@@ -246,6 +252,7 @@ class Chaos:
         letters = {letter.thread_id for letter in await DeadLetters(stage.runtime.redis, stage.runtime.keys).all()}
         activity = activity_of(stage.github.state)
         answers = {EventType.COMPLETED, EventType.STOPPED} if stopped_counts else {EventType.COMPLETED}
+        endings: dict[str, int] = {}
         for number in self.numbers:
             thread = thread_of(number)
             events = await stage.events(thread)
@@ -258,7 +265,13 @@ class Chaos:
             ]
             if len(replies) > 1:
                 outcome.duplicated += 1
-                outcome.notes.append(f"duplicated: issue {number}, {len(replies)} replies")
+                calls = sum(1 for r in stage.model.requests if number_of(r, self.numbers) == number)
+                bodies = [c.body[:70].replace("\n", " ") for c in replies]
+                outcome.notes.append(
+                    f"duplicated: issue {number}, {len(replies)} replies {bodies}, {calls} model calls"
+                )
+            for kind in set(kinds) & ENDINGS:
+                endings[kind.value] = endings.get(kind.value, 0) + 1
             lifecycle = [k for k in kinds if k is EventType.STARTED or k in ENDINGS]
             running = bool(lifecycle) and lifecycle[-1] is EventType.STARTED
             if thread in held or running:
@@ -268,6 +281,10 @@ class Chaos:
                 after = kinds[kinds.index(EventType.STOPPED) + 1 :]
                 if EventType.MODEL_CALL in after:
                     outcome.notes.append(f"ran on after its stop: issue {number}, events {[k.value for k in kinds]}")
+        outcome.notes.append(
+            f"threads with each ending: {dict(sorted(endings.items()))}, dead letters {len(letters & wanted)}, "
+            f"{self.disruptions_done} disruptions, {self.retries} deliveries sent again"
+        )
         requests = stage.model.requests
         for moment, affected in zip(self.disruptions, self.affected, strict=True):
             for thread in affected:
