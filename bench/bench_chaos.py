@@ -50,6 +50,7 @@ from typing import Any
 
 import httpx
 from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
 from redis.exceptions import RedisError
 
 from drydock.bus import EventType, RunEvent
@@ -223,6 +224,17 @@ class Chaos:
             self.affected.append(self.in_flight())
             await action()
 
+    async def catch_up(self, threads: set[str]) -> None:
+        """Take the endings the observer missed (published while its connection was down) from
+        the events stream."""
+        observer = self.observer
+        for thread in {t for t in threads if t not in observer.ended_at} | self.in_flight():
+            with contextlib.suppress(NatsError, TimeoutError):
+                events = await self.stage.events(thread)
+                kinds = [e.type for e in events if e.type is EventType.STARTED or e.type in ENDINGS]
+                if kinds and kinds[-1] in ENDINGS:
+                    observer.ended_at[thread] = time.monotonic()
+
     @property
     def disruptions_done(self) -> int:
         return len(self.disruptions)
@@ -240,6 +252,7 @@ class Chaos:
                 }
                 if all(t in self.observer.ended_at or t in letters for t in wanted) and not self.in_flight():
                     break
+            await self.catch_up(wanted)
             await asyncio.sleep(1)
         release_by = time.monotonic() + RELEASE_GRACE
         held: set[str] = set()
