@@ -15,10 +15,27 @@ from nats.aio.client import Client as NatsClient
 from nats.errors import Error as NatsError
 from pydantic import SecretStr
 
-from drydock.bus import Author, Bus, BusUnavailable, Channel, EventType, InboxMessage, ReplyAddress, RunEvent, subjects
+from drydock.bus import (
+    Author,
+    Bus,
+    BusUnavailable,
+    Channel,
+    EventType,
+    InboxMessage,
+    ReplyAddress,
+    RunEvent,
+    Wake,
+    subjects,
+)
 from drydock.bus.client import connect_nats
-from drydock.bus.permissions import PROVISIONER, nats_authorization, password_variables, service_permissions
+from drydock.bus.permissions import (
+    PROVISIONER,
+    nats_authorization,
+    password_variables,
+    service_permissions,
+)
 from drydock.bus.streams import INBOX_STREAM, RUNS_STREAM, run_consumer
+from drydock.bus.subjects import MAX_DELIVERIES_ADVISORY
 from drydock.config import NatsSettings, SnapshotSettings
 from drydock.infra.embedded import EmbeddedServer, EmbeddedUrls, free_port, nats_server_binary
 from drydock.roles import Role
@@ -140,11 +157,30 @@ class TestWorkers:
                 await subscription.fetch(1, timeout=1)
             await violation(nc, f"$JS.API.CONSUMER.MSG.NEXT.{RUNS_STREAM}.{run_consumer(Role.CODER)}")
 
-    async def test_a_worker_may_wake_any_thread_for_the_lease_sweeper(
-        self, infra: EmbeddedUrls, bus: Bus, thread_id: str
+    async def test_a_worker_wakes_its_own_roles_threads(self, infra: EmbeddedUrls, bus: Bus, thread_id: str) -> None:
+        async with connected(infra, "analyzer-worker") as nc:
+            ack = await Bus(nc).wake(Wake(thread_id=thread_id, role=Role.ANALYZER, reason="resume"))
+            assert nc.last_error is None
+        assert ack.seq > 0
+
+    @pytest.mark.parametrize(("user", "role"), [("coder-worker", Role.ANALYZER), ("reviewer-worker", Role.CODER)])
+    async def test_a_worker_wakes_only_its_role_and_the_role_it_hands_off_to(
+        self, infra: EmbeddedUrls, user: str, role: Role, thread_id: str
     ) -> None:
-        async with connected(infra, "reviewer-worker") as nc:
-            await Bus(nc, timeout=5).publish(subjects.run(Role.CODER, thread_id), message(thread_id))
+        async with connected(infra, user) as nc:
+            with pytest.raises(BusUnavailable):
+                await Bus(nc, timeout=1).publish(subjects.run(role, thread_id), message(thread_id))
+            await violation(nc, subjects.run(role, thread_id))
+
+    async def test_a_worker_hears_its_roles_max_deliveries_advisory(self, infra: EmbeddedUrls, bus: Bus) -> None:
+        advisory = f"{MAX_DELIVERIES_ADVISORY}.{RUNS_STREAM}.{run_consumer(Role.CODER)}"
+        async with connected(infra, "coder-worker") as nc, connected(infra, PROVISIONER) as provisioner:
+            subscription = await nc.subscribe(advisory, queue=f"dead-letters-{run_consumer(Role.CODER)}")
+            await nc.flush()
+            await provisioner.publish(advisory, b"{}")
+            heard = await subscription.next_msg(timeout=10)
+            assert nc.last_error is None
+        assert heard.data == b"{}"
 
     async def test_a_worker_cannot_manage_streams(self, infra: EmbeddedUrls, bus: Bus) -> None:
         async with connected(infra, "coder-worker") as nc:

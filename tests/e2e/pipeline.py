@@ -33,7 +33,7 @@ from drydock.bus.streams import EVENTS_STREAM
 from drydock.channels.outbound import Outbound
 from drydock.config import Settings, load_settings
 from drydock.http import create_app
-from drydock.infra.embedded import embedded_infrastructure
+from drydock.infra.embedded import EmbeddedServer, embedded_infrastructure
 from drydock.infra.server_keys import ServerKeys
 from drydock.review.preparation import ANALYZER_HOOKS, REVIEWER_HOOKS
 from drydock.roles import Role
@@ -131,7 +131,9 @@ class Stage:
     dashboard_url: str | None = None
     worker_nats: dict[str, str] = field(default_factory=dict, repr=False)
     """The environment that gives a worker process the coder worker's NATS user."""
-    """Where the dashboard listens, when the pipeline was started with ``dashboard=True``."""
+    servers: Mapping[str, EmbeddedServer] = field(default_factory=dict, repr=False)
+    nats_passwords: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """The embedded NATS and Valkey (``nats``, ``valkey``), which a test may stop and start again."""
 
     @property
     def accounts(self) -> AccountsStore:
@@ -173,12 +175,24 @@ class Stage:
 
     async def start_worker_process(self, *, name: str = "worker") -> asyncio.subprocess.Process:
         """``drydock serve coder-worker`` as a separate process on this pipeline."""
-        environment = {key: value for key, value in os.environ.items() if not key.startswith("DRYDOCK_")}
-        environment |= settings_environment(self.overrides) | {"DRYDOCK_HTTP_HEALTH_LISTENER": "false"}
-        environment |= self.worker_nats
-        log = (self.root / f"{name}.log").open("wb")
+        return await self.start_service_process(
+            "coder-worker", name=name, environment=self.worker_nats | {"DRYDOCK_HTTP_HEALTH_LISTENER": "false"}
+        )
+
+    def nats_user(self, user: str) -> dict[str, str]:
+        """The environment that gives a separate process the NATS user ``user`` (a service's name)."""
+        return self.worker_nats | {"DRYDOCK_NATS_USER": user, "DRYDOCK_NATS_PASSWORD": self.nats_passwords[user]}
+
+    async def start_service_process(
+        self, service: str, *, name: str, environment: Mapping[str, str]
+    ) -> asyncio.subprocess.Process:
+        """``drydock serve SERVICE`` as a separate process on this pipeline's settings, plus
+        ``environment`` (its NATS user, its port), logging to ``root/NAME.log``."""
+        own = {key: value for key, value in os.environ.items() if not key.startswith("DRYDOCK_")}
+        own |= settings_environment(self.overrides) | dict(environment)
+        log = (self.root / f"{name}.log").open("ab")
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "drydock", "serve", "coder-worker", env=environment, stdout=log, stderr=log
+            sys.executable, "-m", "drydock", "serve", service, env=own, stdout=log, stderr=log
         )
         log.close()
         self.processes.append(process)
@@ -210,13 +224,15 @@ async def pipeline(
     model_configured: bool = True,
     dashboard: bool = False,
     autofix_controller: bool = False,
+    store: Path | None = None,
     **sections: dict[str, Any],
 ) -> AsyncIterator[Stage]:
     """Start everything under ``root``; ``sections`` override settings (``worker={...}``);
     ``dashboard`` serves the dashboard too, at ``stage.dashboard_url``; ``autofix_controller`` runs
-    the autofix controller (and with it the scheduler)."""
+    the autofix controller (and with it the scheduler); ``store`` keeps the embedded servers' data
+    there (Valkey appending to a file), so ``stage.servers`` restart with it."""
     async with contextlib.AsyncExitStack() as stack:
-        urls = await stack.enter_async_context(embedded_infrastructure())
+        urls = await stack.enter_async_context(embedded_infrastructure(workdir=store))
         github = await stack.enter_async_context(FakeGitHub())
         app = github.create_app("drydock")
         installation = github.install(app, ORG, ["widgets"], permissions=PERMISSIONS)
@@ -302,6 +318,8 @@ async def pipeline(
         )
         client = await stack.enter_async_context(httpx.AsyncClient(base_url=server.base_url, timeout=30))
         stage = Stage(settings, overrides, runtime, github, app, installation, git, slack, linear, model, client, root)
+        stage.servers = urls.servers
+        stage.nats_passwords = urls.nats_passwords
         stage.worker_nats = {
             "DRYDOCK_NATS_URL": str(urls.nats_address),
             "DRYDOCK_NATS_USER": "coder-worker",

@@ -87,7 +87,7 @@ class TestResumeWithinTheLease:
                 heartbeat=settings.worker.heartbeat.total_seconds(),
                 max_deliver=settings.nats.run_max_deliver,
             )
-            sweeper = LeaseSweeper(bus, redis, keys, interval=0.5)
+            sweeper = LeaseSweeper(bus, redis, keys, role=Role.CODER, interval=0.5)
             tasks = [asyncio.create_task(consumer.run()), asyncio.create_task(sweeper.run())]
             try:
                 await asyncio.wait_for(resumed.wait(), LEASE_TTL.total_seconds() + GRACE)
@@ -101,3 +101,21 @@ class TestResumeWithinTheLease:
             assert took < LEASE_TTL.total_seconds() + GRACE
             assert reasons == [RESUME]
             assert taken.metadata.num_delivered == 1
+
+    async def test_a_sweeper_leaves_another_roles_thread_to_that_roles_workers(self) -> None:
+        async with own_world() as (settings, bus, keys):
+            redis = await connect_redis(settings.redis)
+            try:
+                thread_id = str(uuid.uuid4())
+                await ThreadMetadataStore(redis, keys).create(thread_id, kind=Role.REVIEWER)
+                leases = Leases(redis, keys, ttl=timedelta(milliseconds=200))
+                assert await leases.acquire(thread_id, "dead-worker") is not None
+                deadline = asyncio.get_running_loop().time() + 10
+                while await redis.exists(keys.lease(thread_id)):
+                    assert asyncio.get_running_loop().time() < deadline, "the lease never expired"
+                    await asyncio.sleep(0.05)
+
+                assert await LeaseSweeper(bus, redis, keys, role=Role.CODER).sweep() == []
+                assert await LeaseSweeper(bus, redis, keys, role=Role.REVIEWER).sweep() == [thread_id]
+            finally:
+                await redis.aclose()

@@ -6,12 +6,12 @@ The split (README, "The control plane"):
 - ``dashboard`` reads a thread's events (ordered consumers on ``DRYDOCK_EVENTS``) and its inbox,
   hands messages to coder and analyzer threads (inbox and their wakes), and wakes any thread
   again when an administrator retries a dead letter.
-- ``<role>-worker`` consumes its role's runs consumer and nothing else, reads the inbox,
-  publishes events and keeps snapshots in the object store bucket; it may wake any thread (the
-  lease sweeper resumes what a dead worker held) and hears its consumer's max-deliveries
-  advisories (dead letters). The coder also hands
+- ``<role>-worker`` consumes its role's runs consumer and nothing else (and hears its
+  max-deliveries advisory, reading and removing a wake it buries as a dead letter), reads the
+  inbox, publishes events, wakes its own role's threads (the lease sweeper) and keeps snapshots
+  in the object store bucket. The coder also hands
   messages to reviewer threads (``request_review``), the reviewer to analyzer threads (a
-  repository without guidelines); the analyzer publishes no message and wakes nobody.
+  repository without guidelines); the analyzer publishes no message.
 - ``autofix-controller`` consumes its two consumers, publishes events and hands messages to
   any role (repair runs, scheduled wake-ups).
 - ``credential-proxy`` publishes events (its denials).
@@ -128,20 +128,16 @@ asks the analyzer for them."""
 def _worker(role: Role, snapshots: SnapshotSettings) -> Permissions:
     user = f"{role.value}-worker"
     consumer = run_consumer(role)
+    # Its own role's wakes: the lease sweeper resumes the threads of a worker that died.
     publish = [*_consume(RUNS_STREAM, consumer), *_read_directly(INBOX_STREAM), *_EVENTS]
+    publish.append(subjects.runs_of(role))
     publish += _snapshots(snapshots)
-    # The lease sweeper wakes any thread whose holder died (drydock.worker.lease_sweeper), and a
-    # wake that used up its deliveries is read and removed once it is buried as a dead letter.
-    publish += [
-        f"{subjects.RUN}.*.*",
-        f"{_API}.STREAM.MSG.GET.{RUNS_STREAM}",
-        f"{_API}.STREAM.MSG.DELETE.{RUNS_STREAM}",
-    ]
+    # A wake that used up its deliveries is read and removed once it is buried as a dead letter.
+    publish += [f"{_API}.STREAM.MSG.GET.{RUNS_STREAM}", f"{_API}.STREAM.MSG.DELETE.{RUNS_STREAM}"]
     if role in _HANDS_OFF_TO:
-        publish.append(f"{subjects.INBOX}.*")
+        publish += _hand_off(_HANDS_OFF_TO[role])
     advisory = f"{subjects.MAX_DELIVERIES_ADVISORY}.{RUNS_STREAM}.{consumer}"
-    own = _user(user, publish)
-    return Permissions(own.publish, (*own.subscribe, advisory))
+    return _user(user, publish) | Permissions((), (advisory,))
 
 
 def service_permissions(snapshots: SnapshotSettings | None = None) -> dict[str, Permissions]:

@@ -213,6 +213,8 @@ class EmbeddedUrls:
     nats_address: str | None = None
     """``nats`` without credentials, for a connection that brings a user of its own."""
     redis_address: str | None = None
+    servers: Mapping[str, EmbeddedServer] = field(default_factory=dict, repr=False, compare=False)
+    """The running servers by name (``nats``, ``valkey``), for a caller that restarts one."""
 
 
 def _with_credentials(url: str, user: str, password: str) -> str:
@@ -251,6 +253,7 @@ async def embedded_infrastructure(
                 nats_passwords=bus.passwords if bus else {},
                 nats_address=bus.address if bus else None,
                 redis_address=store.address if store else None,
+                servers=servers,
             )
         finally:
             await asyncio.gather(*(server.stop() for server in servers.values()), return_exceptions=True)

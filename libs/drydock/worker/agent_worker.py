@@ -140,5 +140,5 @@ async def agent_worker(
             heartbeat=settings.worker.heartbeat.total_seconds(),
             max_deliver=settings.nats.run_max_deliver,
         )
-        sweeper = LeaseSweeper(runtime.bus, runtime.redis, runtime.keys, interval=SWEEP_INTERVAL)
+        sweeper = LeaseSweeper(runtime.bus, runtime.redis, runtime.keys, role=role, interval=SWEEP_INTERVAL)
         yield AgentWorker(role, consumer, runs, sandboxes, sweeper)

@@ -31,8 +31,9 @@ RESUME = "resume"
 
 
 class LeaseSweeper:
-    def __init__(self, bus: Bus, redis: Redis, keys: Keys, *, interval: float = 1.0) -> None:
+    def __init__(self, bus: Bus, redis: Redis, keys: Keys, *, role: Role, interval: float = 1.0) -> None:
         self._bus = bus
+        self._role = role
         self._redis = redis
         self._keys = keys
         self._metadata = ThreadMetadataStore(redis, keys)
@@ -40,7 +41,7 @@ class LeaseSweeper:
         self._stopping = False
 
     async def sweep(self) -> list[str]:
-        """Wake every thread whose lease expired unreleased; returns their ids."""
+        """Wake every thread of this sweeper's role whose lease expired unreleased; returns their ids."""
         now_ms = int(time.time() * 1000)
         held = self._keys.leases_held()
         expired = cast(list[str], await self._redis.zrangebyscore(held, 0, now_ms, start=0, num=100))
@@ -48,9 +49,12 @@ class LeaseSweeper:
         for thread_id in expired:
             if await self._redis.exists(self._keys.lease(thread_id)):
                 continue
+            kind = (await self._metadata.find(thread_id) or {}).get(KIND)
+            # Another role's thread stays in the index for that role's workers, who may wake it.
+            if kind is not None and kind != self._role.value:
+                continue
             if not await self._redis.zrem(held, thread_id):
                 continue
-            kind = (await self._metadata.find(thread_id) or {}).get(KIND)
             if kind is None:
                 log.warning("expired lease of an unknown thread", thread_id=thread_id)
                 continue
