@@ -233,10 +233,11 @@ class TestCommandLine:
         assert result.returncode == 1
         assert "cannot reach Redis" in result.stderr
 
-    def test_unset_urls_are_named(self) -> None:
+    def test_unset_urls_are_named_with_the_way_to_get_them(self) -> None:
         result = run_cli("serve", "web")
-        assert result.returncode == 1
-        assert "DRYDOCK_NATS_URL is not set" in result.stderr
+        assert result.returncode == 2
+        assert "DRYDOCK_NATS_URL and DRYDOCK_REDIS_URL not set" in result.stderr
+        assert "`pdm run dev` starts embedded ones" in result.stderr
 
     def test_unknown_service(self, settings: Settings) -> None:
         assert settings.nats.url is not None
@@ -269,13 +270,17 @@ class TestCryptoKeysAtStart:
 
     def test_development_without_keys_generates_one_beside_the_project(self, tmp_path: Path) -> None:
         # Unreachable NATS: the start-up gets as far as the keys and then stops.
-        result = run_cli("serve", "web", cwd=tmp_path, DRYDOCK_NATS_URL=f"nats://127.0.0.1:{free_port()}")
+        unreachable = {
+            "DRYDOCK_NATS_URL": f"nats://127.0.0.1:{free_port()}",
+            "DRYDOCK_REDIS_URL": "redis://127.0.0.1:9",
+        }
+        result = run_cli("serve", "web", cwd=tmp_path, **unreachable)
         key_file = tmp_path / ".drydock" / "dev" / "crypto-key"
         assert result.returncode == 1
         assert f"using the development key generated in {key_file}" in _plain(result.stderr)
         assert key_file.stat().st_mode & 0o777 == 0o600
         first = key_file.read_text()
-        again = run_cli("serve", "web", cwd=tmp_path, DRYDOCK_NATS_URL=f"nats://127.0.0.1:{free_port()}")
+        again = run_cli("serve", "web", cwd=tmp_path, **unreachable)
         assert "using the development key in" in _plain(again.stderr)
         assert key_file.read_text() == first
 

@@ -159,6 +159,13 @@ def _check(settings: Settings, args: argparse.Namespace) -> None:
     for service in chosen:
         if service.check is not None:
             service.check(settings)
+    missing = [name for name, url in (("NATS", settings.nats.url), ("REDIS", settings.redis.url)) if url is None]
+    if args.command == "serve" and missing:
+        raise ConfigError(
+            f"{' and '.join(f'DRYDOCK_{name}_URL' for name in missing)} not set: `drydock serve` runs one "
+            "service against NATS and Redis that run elsewhere; `pdm run dev` starts embedded ones with "
+            "every service"
+        )
 
 
 class MissingCryptoKeys(RuntimeError):
@@ -197,16 +204,20 @@ def main(argv: list[str] | None = None) -> None:
         return
     try:
         settings = load_settings()
-        if args.command == "config":
-            print(configuration_report(settings))
-            return
+    except ConfigError as error:
+        print(f"drydock: {error}", file=sys.stderr)
+        raise SystemExit(EXIT_CONFIG) from None
+    if args.command == "config":
+        print(configuration_report(settings))
+        return
+    configure_logging(settings.log, settings.log_format)
+    for name, closest in unknown_variables(os.environ):
+        log.warning("unknown setting ignored" + (f"; did you mean {closest}?" if closest else ""), variable=name)
+    try:
         _check(settings, args)
     except (ConfigError, services.UnknownService) as error:
         print(f"drydock: {error}", file=sys.stderr)
         raise SystemExit(EXIT_CONFIG) from None
-    configure_logging(settings.log, settings.log_format)
-    for name, closest in unknown_variables(os.environ):
-        log.warning("unknown setting ignored" + (f"; did you mean {closest}?" if closest else ""), variable=name)
     try:
         if args.command == "provision":
             run_until_signalled(provision_store(settings, accept_store_loss=args.accept_store_loss))
