@@ -174,6 +174,20 @@ class Ingress:
         for route in routes:
             trigger = route.message.trigger.value if route.message.trigger else "none"
             ROUTED.labels(delivery.channel.value, route.role.value, trigger).inc()
+            log.info(
+                "webhook accepted",
+                thread_id=route.thread_id,
+                channel=delivery.channel.value,
+                delivery_id=delivery.delivery_id,
+            )
+            log.info(
+                "routed",
+                thread_id=route.thread_id,
+                role=route.role.value,
+                trigger=trigger,
+                wakes=route.wake,
+                new_thread=route.create is not None,
+            )
         skipped = [decision.reason for decision in decisions if isinstance(decision, Skip)]
         for reason in skipped:
             log.info(
