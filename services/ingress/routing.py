@@ -242,7 +242,7 @@ class Routing:
         if intent.addressed and intent.sender.channel is not Channel.GITHUB:
             trigger = Trigger.DIRECT
         else:
-            trigger = Trigger.MENTION if mentioned else Trigger.FOLLOW_UP
+            trigger = Trigger.MENTION if mentioned else Trigger.CONTEXT if _on_issue(intent) else Trigger.FOLLOW_UP
 
         def message(repository: str | None) -> InboxMessage:
             return InboxMessage(
@@ -268,7 +268,7 @@ class Routing:
             repository = intent.repository or (state.repository if state is not None else None)
             # On an issue, people talk among themselves: the comment waits in the inbox as context
             # and only a mention wakes the agent. On its own pull request, comments are addressed to it.
-            wake = mentioned or not _on_issue(intent)
+            wake = trigger is not Trigger.CONTEXT
             return Route(Role.CODER, message(repository), settings=thread_settings, wake=wake, acknowledge=wake)
         repository = intent.repository
         if repository is None:

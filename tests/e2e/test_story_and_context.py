@@ -41,8 +41,7 @@ class TestStory:
         story = story_of(logs)
         events = [entry["event"] for entry in story]
         expected = [
-            "webhook accepted",
-            "routed",
+            "webhook accepted and routed",
             "run started",
             "model call",
             "tool call",
@@ -55,6 +54,13 @@ class TestStory:
         assert [event for event in steps if event != "posted"] == expected, events
         # The comment is posted during the second tool call, before its result is logged.
         assert steps.index("posted") == expected.index("tool call", 5)
+        routed = story[0]
+        assert (routed["role"], routed["trigger"], routed["wakes"], routed["new_thread"]) == (
+            "coder",
+            "mention",
+            True,
+            True,
+        )
         started = next(entry for entry in story if entry["event"] == "run started")
         assert started["model"]
         first_model_call = next(entry for entry in story if entry["event"] == "model call")
@@ -80,7 +86,8 @@ class TestUnmentionedComments:
             assert await stage.inbox_size(THREAD) == before + 1
             # Long enough for a woken worker to start a run (the first one started in well under this).
             await asyncio.sleep(QUIET)
-            assert sum(event.type is EventType.STARTED for event in await stage.events(THREAD)) == 1
+            quiet = await stage.events(THREAD)
+            assert sum(event.type is EventType.STARTED for event in quiet) == 1, [(e.type, e.data) for e in quiet]
             await stage.deliver_github("issue_comment", mention(stage, "@drydock now fix it"))
             await eventually(lambda: completed(stage, THREAD, runs=2), within=60, what="the second run")
             events = await stage.events(THREAD)

@@ -134,12 +134,12 @@ class TestTriggers:
             response = await running.send(comment(repo, 9, "Also cover the error path."))
             assert response.status_code == 200, response.text
             first, second = await running.inbox(thread_id)
-            assert (first.trigger, second.trigger) == (Trigger.MENTION, Trigger.FOLLOW_UP)
+            assert (first.trigger, second.trigger) == (Trigger.MENTION, Trigger.CONTEXT)
             assert await running.wakes(Role.CODER, thread_id) == 1
             await running.send(comment(repo, 9, "@drydock go ahead"))
             assert [message.trigger for message in await running.inbox(thread_id)] == [
                 Trigger.MENTION,
-                Trigger.FOLLOW_UP,
+                Trigger.CONTEXT,
                 Trigger.MENTION,
             ]
             assert await running.wakes(Role.CODER, thread_id) == 2
