@@ -73,14 +73,18 @@ class TestDev:
                 pid for cmd, pid in server_pids().items() if f"-p {nats_port[1]}" in cmd or f":{redis_port[1]}" in cmd
             ]
             assert len(pids) == 2
-            async with httpx.AsyncClient() as client:
-                for _ in range(100):
-                    try:
-                        response = await client.get(f"http://127.0.0.1:{port}/readyz")
-                        break
-                    except httpx.ConnectError:
-                        await asyncio.sleep(0.05)
-                assert response.json()["status"] == "ready"
+            # "ready" comes once the web server answers: the first request, bounded in time, succeeds.
+            async with httpx.AsyncClient(timeout=30) as client:
+                try:
+                    response = await client.get(f"http://127.0.0.1:{port}/readyz")
+                except httpx.HTTPError as error:
+                    pytest.fail(f"drydock dev said ready but /readyz failed: {error!r}\n{text}")
+            assert response.json()["status"] == "ready"
+            assert "drydock dev: not configured yet" in text
+            assert "DRYDOCK_CRYPTO_KEYS" in text
+            assert "credential proxy cannot inject credentials" not in text
+            assert "no model endpoint is configured" not in text
+            assert "\x1b[" not in text, "ANSI colours in piped output"
 
             # A sandbox in dev's root whose record dev's store does not have, as after a restart
             # of its ephemeral store.

@@ -2,11 +2,17 @@
 with no accounts. The real ingress, credential proxy and coder worker run on embedded NATS and
 Valkey with a local sandbox and real git; GitHub and the model are the test doubles of
 ``tests/fakes`` playing a scripted scenario. Each step is printed with its time since the
-webhook was sent."""
+webhook was sent.
+
+``--dashboard`` serves the dashboard too and, after the scenario, keeps everything running until
+Ctrl-C, printing a one-time link that signs in (the development login) and opens the thread.
+"""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import signal
 import sys
 import tempfile
 import time
@@ -19,6 +25,7 @@ from drydock.bus import EventType, RunEvent, subjects
 from drydock.bus.streams import EVENTS_STREAM
 from drydock.threads import ids
 from drydock.threads.pr_records import PullRequestRecords
+from services.dashboard.auth.dev_links import create_dev_link
 from tests.e2e.pipeline import ORG, REPOSITORY, Stage, pipeline
 from tests.e2e.test_github_issue import BRANCH, ISSUE, fix_script, mention
 
@@ -73,10 +80,35 @@ async def follow(stage: Stage, thread_id: str, steps: Steps) -> None:
         await subscription.unsubscribe()
 
 
-async def demo(root: Path) -> int:
+async def until_interrupted() -> None:
+    """Return on SIGINT (Ctrl-C) or SIGTERM, so that the stack stops in order."""
+    loop = asyncio.get_running_loop()
+    interrupted = asyncio.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(number, interrupted.set)
+    try:
+        await interrupted.wait()
+    finally:
+        for number in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(number)
+
+
+async def keep_serving(stage: Stage, thread_id: str) -> None:
+    assert stage.dashboard_url is not None
+    path = await create_dev_link(
+        stage.runtime.redis, stage.runtime.keys, login="demo", admin=True, target=f"/threads/{thread_id}"
+    )
+    print(f"\nDashboard: {stage.dashboard_url}")
+    print(f"Open the thread, signed in as the administrator `demo` (the link works once): {stage.dashboard_url}{path}")
+    print("Everything keeps running; Ctrl-C stops it.", flush=True)
+    await until_interrupted()
+    print("stopping…", flush=True)
+
+
+async def demo(root: Path, *, dashboard: bool = False) -> int:
     print("Starting embedded NATS and Valkey, the fakes of GitHub and the model, the ingress,")
     print("the credential proxy and the coder worker…", flush=True)
-    async with pipeline(root, fix_script()) as stage:
+    async with pipeline(root, fix_script(), dashboard=dashboard) as stage:
         thread_id = ids.github_issue("github.com", ORG, "widgets", ISSUE)
         print(f"\n@octocat on {REPOSITORY}#{ISSUE}: “@drydock please fix add()”\n")
         steps = Steps()
@@ -105,13 +137,22 @@ async def demo(root: Path) -> int:
         for request_number, request in enumerate(stage.model.requests, 1):
             messages, tools = len(request.messages), len(request.tool_names)
             print(f"model request {request_number}: {messages} messages, {tools} tools offered")
+        if dashboard:
+            await keep_serving(stage, thread_id)
         return 0 if pulls else 1
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="pdm run demo", description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="serve the dashboard too and keep everything running after the scenario, until Ctrl-C",
+    )
+    arguments = parser.parse_args(argv)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(40))
     with tempfile.TemporaryDirectory(prefix="drydock-demo-") as scratch:
-        return uvloop.run(demo(Path(scratch)))
+        return uvloop.run(demo(Path(scratch), dashboard=arguments.dashboard))
 
 
 if __name__ == "__main__":

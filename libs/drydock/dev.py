@@ -19,8 +19,10 @@ import contextlib
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import structlog
 from cryptography.fernet import Fernet
 from pydantic import SecretStr
@@ -29,12 +31,17 @@ from redis.exceptions import RedisError
 from drydock import services
 from drydock.bus.permissions import PROVISIONER
 from drydock.config import Settings
+from drydock.configuration_report import missing
 from drydock.errors import describe, without_password
 from drydock.infra.embedded import EmbeddedUrls, embedded_infrastructure
 from drydock.infra.server_keys import ServerKeys
 from drydock.runtime import Runtime, open_runtime
 from drydock.sandbox.providers.local import LocalProvider
 from drydock.sandbox.records import SandboxRecords
+from drydock.telemetry.logging import summarize_configuration_gaps
+
+READY_WITHIN = 180.0
+"""How long the web server may take to answer ``/readyz`` (its imports are slow on a loaded machine)."""
 
 log = structlog.get_logger(__name__)
 
@@ -124,6 +131,30 @@ def _service_settings(settings: Settings, urls: EmbeddedUrls | None, name: str) 
     return settings.model_copy(update={"nats": nats})
 
 
+async def web_ready(settings: Settings, within: float = READY_WITHIN) -> bool:
+    """Whether the web server answered ``/readyz`` with 200 before the deadline."""
+    host = settings.http.host if settings.http.host not in {"", "0.0.0.0", "::"} else "127.0.0.1"
+    url = f"http://{'[' + host + ']' if ':' in host else host}:{settings.http.port}/readyz"
+    deadline = time.monotonic() + within
+    async with httpx.AsyncClient(timeout=5.0) as client:
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if (await client.get(url)).status_code == 200:
+                    return True
+            await asyncio.sleep(0.1)
+    return False
+
+
+def print_gaps(settings: Settings) -> None:
+    """One summary of what is not configured, instead of a notice per service."""
+    gaps = missing(settings)
+    if not gaps:
+        return
+    print("drydock dev: not configured yet (set these variables, or see `drydock config check`):", flush=True)
+    for gap in gaps:
+        print(f"drydock dev:   {gap}", flush=True)
+
+
 async def run_dev(settings: Settings, *, fresh: bool = False) -> None:
     need_nats, need_redis = settings.nats.url is None, settings.redis.url is None
     async with contextlib.AsyncExitStack() as stack:
@@ -159,10 +190,19 @@ async def run_dev(settings: Settings, *, fresh: bool = False) -> None:
                     log.warning("service has no NATS user of its own; it runs as the provisioner", service=service.name)
             else:
                 runtimes[service.name] = await stack.enter_async_context(open_runtime(own, name=service.name))
+        print_gaps(settings)
+        summarize_configuration_gaps()
         async with asyncio.TaskGroup() as group:
             for service in to_run:
                 runtime = runtimes[service.name]
                 user = runtime.settings.nats.user or "as configured"
                 print(f"drydock dev: {service.name}: {service.listens(runtime)} (NATS user {user})", flush=True)
                 group.create_task(service.run(runtime), name=service.name)
-            print("drydock dev: ready; Ctrl-C stops everything", file=sys.stderr, flush=True)
+            if settings.http.port == 0 or await web_ready(settings):
+                print("drydock dev: ready; Ctrl-C stops everything", file=sys.stderr, flush=True)
+            else:
+                print(
+                    f"drydock dev: the web server did not answer /readyz within {READY_WITHIN:.0f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )

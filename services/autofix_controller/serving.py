@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import socket
 import uuid
@@ -28,6 +29,7 @@ from drydock.bus.streams import AUTOFIX_CONSUMER, AUTOFIX_RUNS_CONSUMER, EVENTS_
 from drydock.channels.github.client import GithubClient
 from drydock.runtime import Runtime
 from drydock.scheduler import Schedules, Wakeups
+from drydock.telemetry.logging import configuration_gap
 from services.autofix_controller.consumer import Drop, StreamConsumer
 
 log = structlog.get_logger(__name__)
@@ -101,7 +103,11 @@ class ControllerService:
                 )
             )
         else:
-            log.warning("no GitHub App is configured: autofix records events but cannot repair; the scheduler runs")
+            configuration_gap(
+                log,
+                logging.WARNING,
+                "no GitHub App is configured: autofix records events but cannot repair; the scheduler runs",
+            )
         tasks = [asyncio.create_task(loop) for loop in loops]
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)

@@ -4,6 +4,7 @@ listeners (reverse and egress)."""
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -16,6 +17,7 @@ from drydock.credentials import CipherError, GrantStore, ProxyCredentials
 from drydock.credentials.allowlist import Allowlist
 from drydock.infra.server_keys import ServerKeys
 from drydock.runtime import Runtime
+from drydock.telemetry.logging import configuration_gap
 
 log = structlog.get_logger(__name__)
 
@@ -52,7 +54,7 @@ async def proxy_context(runtime: Runtime) -> AsyncIterator[ProxyContext]:
         credentials = ProxyCredentials.create(settings, runtime.redis, runtime.keys)
     except CipherError as error:
         disabled = str(error)
-        log.error("credential proxy cannot inject credentials", reason=disabled)
+        configuration_gap(log, logging.ERROR, "credential proxy cannot inject credentials", reason=disabled)
     session = aiohttp.ClientSession(
         auto_decompress=False,
         skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),

@@ -185,6 +185,17 @@ class Ingress:
         for route in routes:
             trigger = route.message.trigger.value if route.message.trigger else "none"
             ROUTED.labels(delivery.channel.value, route.role.value, trigger).inc()
+            # One line for accepted and routed: a line costs ~70 µs, a tenth of a delivery's budget.
+            log.info(
+                "webhook accepted and routed",
+                thread_id=route.thread_id,
+                channel=delivery.channel.value,
+                delivery_id=delivery.delivery_id,
+                role=route.role.value,
+                trigger=trigger,
+                wakes=route.wake,
+                new_thread=route.create is not None,
+            )
         skipped = [decision.reason for decision in decisions if isinstance(decision, Skip)]
         for reason in skipped:
             log.info(

@@ -8,6 +8,9 @@
   review this``) wakes the reviewer, on repositories with review enabled.
 - A pull request opened, ready for review or pushed to, on a repository with review enabled,
   wakes the reviewer in the reviewer namespace.
+- On a GitHub issue with a thread, a comment that does not mention the agent is appended to the
+  thread's inbox as context without waking it; the next mention's run sees both. On the agent's
+  own pull request every comment (review comments included) wakes it.
 - A push by someone else to an agent branch is noted in the creating thread's inbox.
 - CI and pull-request events are forwarded to the autofix controller; so is a pull request
   comment ``@handle autofix on|off``, which starts no work.
@@ -114,6 +117,10 @@ def choose_repository(text: str, user_default: str | None, team_default: str | N
 
 def _on_pull_request(intent: Message) -> bool:
     return isinstance(intent.conversation, GithubConversation) and intent.conversation.pull_request
+
+
+def _on_issue(intent: Message) -> bool:
+    return isinstance(intent.conversation, GithubConversation) and not intent.conversation.pull_request
 
 
 def _author(sender: Sender, user_id: str | None) -> Author:
@@ -235,7 +242,7 @@ class Routing:
         if intent.addressed and intent.sender.channel is not Channel.GITHUB:
             trigger = Trigger.DIRECT
         else:
-            trigger = Trigger.MENTION if mentioned else Trigger.FOLLOW_UP
+            trigger = Trigger.MENTION if mentioned else Trigger.CONTEXT if _on_issue(intent) else Trigger.FOLLOW_UP
 
         def message(repository: str | None) -> InboxMessage:
             return InboxMessage(
@@ -259,7 +266,10 @@ class Routing:
                 return Reply(intent.reply_to, bad_model_choice(error))
         if existing:
             repository = intent.repository or (state.repository if state is not None else None)
-            return Route(Role.CODER, message(repository), settings=thread_settings, acknowledge=True)
+            # On an issue, people talk among themselves: the comment waits in the inbox as context
+            # and only a mention wakes the agent. On its own pull request, comments are addressed to it.
+            wake = trigger is not Trigger.CONTEXT
+            return Route(Role.CODER, message(repository), settings=thread_settings, wake=wake, acknowledge=wake)
         repository = intent.repository
         if repository is None:
             profile_default = (await self._accounts.profile(user_id)).default_repository if user_id else None

@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from services.dashboard.auth.dev_links import create_dev_link
 from tests.dashboard.conftest import Site, SiteFactory
 
 
@@ -129,6 +130,25 @@ class TestDevelopmentLogin:
         client = site.client()
         assert "Development login" not in (await client.get("/login")).text
         assert (await client.post("/auth/dev", data={"login": "ada", "csrf_token": "x"})).status_code == 404
+
+    async def test_a_one_time_link_signs_in_and_redirects_once(self, site: Site) -> None:
+        path = await create_dev_link(
+            site.runtime.redis, site.runtime.keys, login="demo", admin=True, target="/threads/abc"
+        )
+        client = site.client()
+        answer = await client.get(path)
+        assert answer.status_code == 303
+        assert answer.headers["location"] == "/threads/abc"
+        me = (await client.get("/api/v1/me")).json()
+        assert (me["login"], me["admin"]) == ("demo", True)
+        again = await site.client().get(path)
+        assert again.status_code == 403
+        assert "already used" in again.text
+
+    async def test_a_one_time_link_needs_the_development_login(self, site_factory: SiteFactory) -> None:
+        site = await site_factory(dashboard={"dev_login": False})
+        path = await create_dev_link(site.runtime.redis, site.runtime.keys, login="demo", admin=True, target="/")
+        assert (await site.client().get(path)).status_code == 404
 
     async def test_a_bad_login_is_a_readable_error(self, site: Site) -> None:
         client = site.client()

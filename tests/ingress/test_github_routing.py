@@ -123,16 +123,25 @@ class TestTriggers:
             body = await nothing_published(running, comment(repo, 8, "@drydock fix it"))
             assert "not enabled" in str(body["skipped"])
 
-    async def test_a_follow_up_continues_the_thread_without_a_mention(
+    async def test_an_unmentioned_comment_on_the_issue_is_context_and_does_not_wake(
         self, start_ingress: StartIngress, repo: str
     ) -> None:
         async with start_ingress() as running:
             await trust(running, repo)
             await running.send(comment(repo, 9, "@drydock please add tests"))
-            await running.send(comment(repo, 9, "Also cover the error path."))
             thread_id = ids.github_issue(HOST, ORG, repo, 9)
+            assert await running.wakes(Role.CODER, thread_id) == 1
+            response = await running.send(comment(repo, 9, "Also cover the error path."))
+            assert response.status_code == 200, response.text
             first, second = await running.inbox(thread_id)
-            assert (first.trigger, second.trigger) == (Trigger.MENTION, Trigger.FOLLOW_UP)
+            assert (first.trigger, second.trigger) == (Trigger.MENTION, Trigger.CONTEXT)
+            assert await running.wakes(Role.CODER, thread_id) == 1
+            await running.send(comment(repo, 9, "@drydock go ahead"))
+            assert [message.trigger for message in await running.inbox(thread_id)] == [
+                Trigger.MENTION,
+                Trigger.CONTEXT,
+                Trigger.MENTION,
+            ]
             assert await running.wakes(Role.CODER, thread_id) == 2
 
     async def test_the_team_handle_replaces_the_default(self, start_ingress: StartIngress, repo: str) -> None:

@@ -5,6 +5,7 @@ import json
 import logging
 from collections.abc import Iterator
 
+import httpx
 import pytest
 import structlog
 
@@ -78,3 +79,49 @@ class TestConsoleLogs:
         assert "_fail_with" in written
         assert "secret-payload" not in written
         assert len(written) < 5_000
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    saved_handlers, saved_level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = saved_handlers
+    root.setLevel(saved_level)
+    structlog.reset_defaults()
+
+
+class TestColours:
+    @pytest.mark.usefixtures("restore_logging")
+    def test_no_colours_when_the_output_is_not_a_terminal(self) -> None:
+        for stream, coloured in ((io.StringIO(), False), (_Terminal(), True)):
+            configure_logging(LogSettings(level="INFO"), LogFormat.CONSOLE, stream)
+            structlog.get_logger("drydock.test").warning("something happened", detail=1)
+            written = stream.getvalue()
+            assert "something happened" in written
+            assert ("\x1b[" in written) is coloured, written
+
+
+async def _one_request() -> None:
+    transport = httpx.MockTransport(lambda request: httpx.Response(200))
+    async with httpx.AsyncClient(transport=transport) as client:
+        await client.post("http://127.0.0.1:9/exec")
+
+
+class TestHttpxRequestLines:
+    @pytest.mark.usefixtures("restore_logging")
+    async def test_request_lines_are_debug(self) -> None:
+        stream = io.StringIO()
+        configure_logging(LogSettings(level="INFO"), LogFormat.JSON, stream)
+        await _one_request()
+        assert "HTTP Request" not in stream.getvalue()
+        configure_logging(LogSettings(level="DEBUG"), LogFormat.JSON, stream)
+        await _one_request()
+        (line,) = [json.loads(line) for line in stream.getvalue().splitlines() if "HTTP Request" in line]
+        assert line["level"] == "debug"
+        assert line["logger"] == "httpx"

@@ -6,14 +6,14 @@ from datetime import timedelta
 import pytest
 from redis.asyncio import Redis
 
-from drydock.bus import Author, Bus, Channel, InboxMessage, ReplyAddress, Wake
+from drydock.bus import Author, Bus, Channel, InboxMessage, ReplyAddress, Trigger, Wake
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.threads import Inbox, Lease, Leases
 from drydock.worker import ThreadRunner
 
 
-def message(thread_id: str, delivery_id: str) -> InboxMessage:
+def message(thread_id: str, delivery_id: str, trigger: Trigger | None = None) -> InboxMessage:
     return InboxMessage(
         delivery_id=delivery_id,
         thread_id=thread_id,
@@ -21,6 +21,7 @@ def message(thread_id: str, delivery_id: str) -> InboxMessage:
         author=Author(channel=Channel.SLACK, external_id="U1", name="ada"),
         text=delivery_id,
         reply_to=ReplyAddress(channel=Channel.SLACK),
+        trigger=trigger,
     )
 
 
@@ -32,16 +33,21 @@ class RecordingAgent:
         self.work = work
         self.cursor = 0
         self.handled: list[str] = []
+        self.runs = 0
+        self.read = asyncio.Event()
+        """Set once a run has read the inbox."""
         self.running = 0
         self.most_concurrent = 0
 
     async def __call__(self, thread_id: str, lease: Lease) -> int:
         self.running += 1
+        self.runs += 1
         self.most_concurrent = max(self.most_concurrent, self.running)
         try:
             for stored in await self.inbox.read_after(thread_id, self.cursor):
                 self.handled.append(stored.message.text)
                 self.cursor = stored.seq
+            self.read.set()
             await asyncio.sleep(self.work)
             return self.cursor
         finally:
@@ -82,6 +88,21 @@ class TestThreadRunner:
         await run
         assert agent.handled == ["one", "two"]
         assert await leases.acquire(thread_id, "next") is not None, "the lease was released"
+
+    async def test_context_arriving_during_a_run_waits_for_the_next_wake(
+        self, leases: Leases, inbox: Inbox, thread_id: str
+    ) -> None:
+        agent = RecordingAgent(inbox, work=0.2)
+        await inbox.append(message(thread_id, "one", Trigger.MENTION))
+        runner = ThreadRunner(leases, inbox, agent, owner="w")
+        run = asyncio.create_task(runner(Wake(thread_id=thread_id, role=Role.CODER)))
+        await asyncio.wait_for(agent.read.wait(), 30)
+        await inbox.append(message(thread_id, "note", Trigger.CONTEXT))
+        await run
+        assert (agent.handled, agent.runs) == (["one"], 1)
+        await inbox.append(message(thread_id, "two", Trigger.MENTION))
+        await runner(Wake(thread_id=thread_id, role=Role.CODER))
+        assert (agent.handled, agent.runs) == (["one", "note", "two"], 2)
 
     async def test_a_message_arriving_while_the_lease_is_released_is_not_stranded(
         self, redis: Redis, keys: Keys, inbox: Inbox, thread_id: str

@@ -18,6 +18,7 @@ from drydock.bus import subjects
 from drydock.bus.envelopes import GithubEvent, RunEvent, Wake
 from drydock.config import NatsSettings
 from drydock.errors import describe, without_password
+from drydock.telemetry.story import tell
 from drydock.telemetry.tracing import inject_headers
 
 log = structlog.get_logger(__name__)
@@ -158,9 +159,11 @@ class Bus:
         return await self.publish(subjects.run(wake.role, wake.thread_id), wake, msg_id=msg_id)
 
     async def emit(self, event: RunEvent) -> PubAck:
+        tell(event)
         return await self.publish(subjects.event(event.thread_id, event.type.value), event)
 
     async def emit_soon(self, event: RunEvent) -> asyncio.Future[PubAck]:
+        tell(event)
         return await self.publish_soon(subjects.event(event.thread_id, event.type.value), event)
 
     async def github(self, event: GithubEvent) -> PubAck:

@@ -55,6 +55,8 @@ class Trigger(StrEnum):
     """The event itself addresses the agent: a Slack mention or direct message, a Linear agent session."""
     FOLLOW_UP = "follow_up"
     """A reply in a thread the agent is already part of."""
+    CONTEXT = "context"
+    """A comment without a mention on an issue the agent works on: read at the next run, wakes nothing."""
     REVIEW_REQUEST = "review_request"
     """A pull request opened, marked ready, or pushed to, on a repository with review enabled."""
     PUSH = "push"

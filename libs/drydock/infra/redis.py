@@ -468,6 +468,10 @@ class Keys:
         """A dashboard session, by the SHA-256 of its cookie value (the value itself is never stored)."""
         return f"{self.prefix}:session:{digest}"
 
+    def dev_link(self, digest: str) -> str:
+        """A one-time development sign-in link, by the SHA-256 of its token."""
+        return f"{self.prefix}:dev-link:{digest}"
+
     def login_attempt(self, state: str) -> str:
         """A sign-in in progress (OAuth ``state`` → PKCE verifier, nonce, where to return), short-lived."""
         return f"{self.prefix}:login:{state}"

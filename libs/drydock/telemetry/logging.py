@@ -7,10 +7,11 @@ that context carries them, including lines from the standard library's ``logging
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import sys
 from collections.abc import Iterator
-from typing import TextIO
+from typing import Any, TextIO
 
 import structlog
 
@@ -33,7 +34,10 @@ def configure_logging(settings: LogSettings, log_format: LogFormat, stream: Text
     else:
         # Plain tracebacks: the default (rich, with every frame's locals) printed whole webhook
         # payloads and took seconds per error on the event loop.
-        renderer = structlog.dev.ConsoleRenderer(exception_formatter=structlog.dev.plain_traceback)
+        output = stream or sys.stderr
+        renderer = structlog.dev.ConsoleRenderer(
+            colors=output.isatty(), exception_formatter=structlog.dev.plain_traceback
+        )
 
     structlog.configure(
         processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
@@ -53,6 +57,33 @@ def configure_logging(settings: LogSettings, log_format: LogFormat, stream: Text
     root.setLevel(settings.level)
     for noisy in ("uvicorn.access",):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+    httpx_logger = logging.getLogger("httpx")
+    httpx_logger.filters[:] = [f for f in httpx_logger.filters if not isinstance(f, _RequestLinesAtDebug)]
+    httpx_logger.addFilter(_RequestLinesAtDebug())
+
+
+class _RequestLinesAtDebug(logging.Filter):
+    """httpx logs each request at INFO; one line per sandbox exec or model call drowns the story."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.INFO:
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger().isEnabledFor(logging.DEBUG)
+        return True
+
+
+_GAPS_SUMMARIZED: contextvars.ContextVar[bool] = contextvars.ContextVar("gaps_summarized", default=False)
+
+
+def summarize_configuration_gaps() -> None:
+    """Mark that what is not configured was already reported once (``drydock dev``'s summary):
+    services started from this context log their own notices of it at DEBUG."""
+    _GAPS_SUMMARIZED.set(True)
+
+
+def configuration_gap(logger: structlog.stdlib.BoundLogger, level: int, event: str, **values: Any) -> None:
+    """Log that something is not configured, at ``level`` unless already summarized."""
+    logger.log(logging.DEBUG if _GAPS_SUMMARIZED.get() else level, event, **values)
 
 
 @contextlib.contextmanager

@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import json
 import shlex
+import time
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -469,6 +470,8 @@ class RunEvents:
         self._pending: list[asyncio.Future[PubAck]] = []
         self.redactor = redactor
         """Redacts secrets from every event's data (the dashboard shows it)."""
+        self._arguments: dict[str, str] = {}
+        self._since = time.monotonic()
 
     def _event(self, type: EventType, data: dict[str, Any]) -> RunEvent:
         if self.redactor is not None:
@@ -506,20 +509,32 @@ class RunEvents:
         """Events for one graph step's update: a model call, or the tool calls it answered."""
         if not isinstance(update, dict):
             return
+        # The time since the previous step: for a model step, how long the model call took.
+        now, since = time.monotonic(), self._since
+        self._since = now
         for node, change in update.items():
             for message in _messages(change):
                 # A stop message stands in for a model call that was not made.
                 if node == "model" and isinstance(message, AIMessage) and stop_reason([message]) is None:
+                    arguments = [_brief(call["args"]) for call in message.tool_calls]
+                    for call, brief in zip(message.tool_calls, arguments, strict=True):
+                        if call.get("id"):
+                            self._arguments[str(call["id"])] = brief
                     await self.emit_soon(
                         EventType.MODEL_CALL,
                         tool_calls=[call["name"] for call in message.tool_calls],
-                        arguments=[_brief(call["args"]) for call in message.tool_calls],
+                        arguments=arguments,
                         text=message.text[:500],
                         **_usage(message),
+                        seconds=round(now - since, 3),
                     )
                 elif node == "tools" and isinstance(message, ToolMessage):
                     await self.emit_soon(
-                        EventType.TOOL_CALL, name=message.name, status=message.status, output=message.text[:500]
+                        EventType.TOOL_CALL,
+                        name=message.name,
+                        status=message.status,
+                        output=message.text[:500],
+                        arguments=self._arguments.pop(message.tool_call_id, None),
                     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import socket
 import uuid
@@ -26,6 +27,7 @@ from drydock.sandbox.credentials import NoProxy, SandboxCredentials
 from drydock.sandbox.lifecycle import SandboxManager
 from drydock.sandbox.snapshots import SnapshotStore
 from drydock.telemetry.langsmith import keep_untraced_bookkeeping_inline
+from drydock.telemetry.logging import configuration_gap
 from drydock.threads import Inbox, Leases
 from drydock.worker.agent_runs import AgentRuns, RoleHooks, RunParts
 from drydock.worker.dead_letters import DeadLetterOffice
@@ -66,7 +68,9 @@ def _credentials(runtime: Runtime) -> tuple[SandboxCredentials, ProxyCredentials
     try:
         broker = ProxyCredentials.from_runtime(runtime)
     except CipherError as error:
-        log.error("sandboxes get no code host access: credentials cannot be stored", reason=str(error))
+        configuration_gap(
+            log, logging.ERROR, "sandboxes get no code host access: credentials cannot be stored", reason=str(error)
+        )
         return NoProxy(), None
     return broker, broker
 
@@ -94,7 +98,9 @@ async def agent_worker(
     factory = (manifest or Manifest.load()).graph_factory(role)
     models = Models(settings.models)
     if not models.configured:
-        log.warning("no model endpoint is configured; threads will be answered with how to configure one")
+        configuration_gap(
+            log, logging.WARNING, "no model endpoint is configured; threads will be answered with how to configure one"
+        )
     owner = owner or f"{role.value}@{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
     credentials, broker = _credentials(runtime)
     snapshots = SnapshotStore(runtime.bus.js, settings.snapshots)

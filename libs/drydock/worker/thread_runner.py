@@ -2,7 +2,8 @@
 
 Take the thread's lease (busy: the holder will see the new messages at its next model call,
 so this wake is done); run the thread; while its inbox has messages after the run's cursor,
-run again; release. After releasing, look once more: a message that arrived while the lease
+run again (messages that are only context, :attr:`Trigger.CONTEXT`, wait for the next
+wake); release. After releasing, look once more: a message that arrived while the lease
 was being released had its wake dropped by a worker that saw the lease still held, so the
 last look after the release is what guarantees nothing waits in the inbox unrun.
 """
@@ -13,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-from drydock.bus import Wake
+from drydock.bus import Trigger, Wake
 from drydock.threads import Inbox, Lease, LeaseBusy, Leases
 
 log = structlog.get_logger(__name__)
@@ -44,4 +45,6 @@ class ThreadRunner:
                 return
 
     async def _pending(self, thread_id: str, cursor: int) -> bool:
-        return bool(await self._inbox.read_after(thread_id, cursor, limit=1))
+        """Whether a message after ``cursor`` asks for a run; context alone waits for the next one."""
+        waiting = await self._inbox.read_after(thread_id, cursor)
+        return any(stored.message.trigger is not Trigger.CONTEXT for stored in waiting)

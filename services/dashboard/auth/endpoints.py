@@ -1,5 +1,5 @@
 """Signing in and out: the sign-in page, GitHub OAuth and OpenID Connect (start and callback),
-the development login, sign-out, and ``GET /api/v1/me``.
+the development login (and its one-time links), sign-out, and ``GET /api/v1/me``.
 
 Each sign-in ends the same way (:meth:`SignIn.complete`): the person's Drydock user (the one
 their GitHub account is linked to, else a new one linked to it), their identity for display,
@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from drydock.accounts import AccountTaken, Provider, UserIdentity
 from services.dashboard.auth import pkce
+from services.dashboard.auth.dev_links import redeem_dev_link
 from services.dashboard.auth.github import GithubSignIn, SignInRefused
 from services.dashboard.auth.guard import CSRF_FIELD, Principal
 from services.dashboard.context import Dashboard
@@ -234,6 +235,16 @@ def routers(dashboard: Dashboard, pages: Pages) -> list[APIRouter]:
             raise Forbidden("the sign-in form expired; reload the page")
         identity = UserIdentity(user_id=f"dev-{login.lower()}", provider="dev", login=login, name=login)
         return await signin.complete(identity, admin=admin, target=next)
+
+    @site.get("/auth/dev/link/{token}")
+    async def dev_link(token: str, next: str = "/threads") -> Response:
+        if not dashboard.dev_login:
+            raise NotFound("the development login is off")
+        link = await redeem_dev_link(dashboard.runtime.redis, dashboard.runtime.keys, token)
+        if link is None:
+            raise Forbidden("this sign-in link is unknown, expired or already used; sign in on /login")
+        identity = UserIdentity(user_id=f"dev-{link.login.lower()}", provider="dev", login=link.login, name=link.login)
+        return await signin.complete(identity, admin=link.admin, target=next)
 
     @site.post("/logout")
     async def logout(request: Request) -> Response:
