@@ -116,7 +116,7 @@ def prepare_dev_data_dir(*, fresh: bool, root: Path | None = None) -> Path:
     return directory
 
 
-def _service_settings(settings: Settings, urls: EmbeddedUrls | None, name: str) -> Settings:
+def service_settings(settings: Settings, urls: EmbeddedUrls | None, name: str) -> Settings:
     """``settings`` for service ``name``: on embedded NATS, its own user, which may not provision."""
     if urls is None or urls.nats_address is None or name not in urls.nats_passwords or name == PROVISIONER:
         return settings
@@ -183,7 +183,7 @@ async def run_dev(settings: Settings, *, fresh: bool = False) -> None:
         to_run = [service for service in services.available().values() if service.in_dev]
         runtimes: dict[str, Runtime] = {}
         for service in to_run:
-            own = _service_settings(settings, urls if need_nats else None, service.name)
+            own = service_settings(settings, urls if need_nats else None, service.name)
             if own is settings:
                 runtimes[service.name] = shared
                 if need_nats:

@@ -25,13 +25,13 @@ from typing import Any, TypeVar
 
 import httpx
 from cryptography.fernet import Fernet
-from pydantic import SecretStr
 
 from drydock.accounts import AccountsStore, RepositorySettings, TeamDefaults
 from drydock.bus import RunEvent, subjects
 from drydock.bus.streams import EVENTS_STREAM
 from drydock.channels.outbound import Outbound
 from drydock.config import Settings, load_settings
+from drydock.dev import service_settings
 from drydock.http import create_app
 from drydock.infra.embedded import EmbeddedServer, embedded_infrastructure
 from drydock.infra.server_keys import ServerKeys
@@ -285,16 +285,8 @@ async def pipeline(
         async def as_service(name: str) -> Runtime:
             """``runtime`` on a NATS connection of the service's own user, with its permissions."""
             if name not in connections:
-                own = settings.nats.model_copy(
-                    update={
-                        "url": urls.nats_address,
-                        "user": name,
-                        "password": SecretStr(urls.nats_passwords[name]),
-                        "provision": False,
-                    }
-                )
                 connections[name] = await stack.enter_async_context(
-                    open_runtime(settings.model_copy(update={"nats": own}), name=name)
+                    open_runtime(service_settings(settings, urls, name), name=name)
                 )
             own_nats = connections[name].settings.nats
             return replace(connections[name], settings=runtime.settings.model_copy(update={"nats": own_nats}))
