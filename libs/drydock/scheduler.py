@@ -30,6 +30,7 @@ from redis.exceptions import RedisError
 
 from drydock.bus.client import Bus, BusUnavailable
 from drydock.bus.envelopes import Author, Channel, InboxMessage, ReplyAddress
+from drydock.errors import describe
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.threads.fields import OWNER, REPLY_TO, REPOSITORY
@@ -204,7 +205,7 @@ class Wakeups:
             try:
                 await hand_off(bus, metadata, wakeup.role, _message(wakeup, fields), reason=WAKE_REASON)
             except BusUnavailable as error:
-                log.warning("wake-up not delivered; retried later", thread_id=wakeup.thread_id, error=str(error))
+                log.warning("wake-up not delivered; retried later", thread_id=wakeup.thread_id, error=describe(error))
                 break
             await self._delete(wakeup)
             fired += 1
@@ -220,7 +221,7 @@ class Wakeups:
                 while await self.fire_due(bus, limit=limit) == limit and not stop.is_set():
                     pass
             except (RedisError, OSError) as error:
-                log.warning("wake-up scheduler cannot reach Redis", error=str(error) or type(error).__name__)
+                log.warning("wake-up scheduler cannot reach Redis", error=describe(error))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=interval)
 
@@ -417,7 +418,9 @@ class Schedules:
                 try:
                     await hand_off(bus, metadata, schedule.role, _scheduled(schedule, due, fields), reason="schedule")
                 except BusUnavailable as error:
-                    log.warning("schedule not delivered; retried later", thread_id=schedule.thread_id, error=str(error))
+                    log.warning(
+                        "schedule not delivered; retried later", thread_id=schedule.thread_id, error=describe(error)
+                    )
                     break
                 fired += 1
             following = due + schedule.every
@@ -437,7 +440,7 @@ class Schedules:
                 while await self.fire_due(bus, limit=limit) == limit and not stop.is_set():
                     pass
             except (RedisError, OSError) as error:
-                log.warning("schedules cannot reach Redis", error=str(error) or type(error).__name__)
+                log.warning("schedules cannot reach Redis", error=describe(error))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=interval)
 

@@ -20,6 +20,8 @@ import structlog
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 
+from drydock.errors import describe
+
 log = structlog.get_logger(__name__)
 
 Handler = Callable[[Msg], Awaitable[None]]
@@ -83,7 +85,7 @@ class StreamConsumer:
                 except TimeoutError:
                     continue
                 except NatsError as error:
-                    log.warning("fetching failed", consumer=self._durable, error=str(error))
+                    log.warning("fetching failed", consumer=self._durable, error=describe(error))
                     await asyncio.sleep(0.5)
                     continue
         finally:

@@ -7,6 +7,7 @@ import structlog
 
 from drydock.bus import BusUnavailable, EventType, RunEvent
 from drydock.credentials import Grant
+from drydock.errors import describe
 from services.credential_proxy.context import ProxyContext
 from services.credential_proxy.metrics import REQUESTS
 from services.credential_proxy.policy import Denial
@@ -36,4 +37,4 @@ async def record_denial(
             RunEvent(thread_id=grant.thread_id, run_id="", type=EventType.PROXY_DENIED, data=fields)
         )
     except BusUnavailable as error:
-        log.error("proxy denial event not published", thread_id=grant.thread_id, error=str(error))
+        log.error("proxy denial event not published", thread_id=grant.thread_id, error=describe(error))

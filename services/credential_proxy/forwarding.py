@@ -13,6 +13,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 from yarl import URL
 
+from drydock.errors import describe
 from services.credential_proxy.metrics import REQUESTS, UPSTREAM_SECONDS
 
 log = structlog.get_logger(__name__)
@@ -66,7 +67,7 @@ async def forward(
         )
     except (aiohttp.ClientError, TimeoutError) as error:
         REQUESTS.labels(route, "upstream_error").inc()
-        log.warning("upstream unreachable", route=route, upstream=str(url.origin()), error=str(error))
+        log.warning("upstream unreachable", route=route, upstream=str(url.origin()), error=describe(error))
         return web.Response(status=502, text=f"drydock credential proxy: upstream {url.origin()} unreachable\n")
     UPSTREAM_SECONDS.labels(route).observe(time.perf_counter() - started)
     try:

@@ -9,6 +9,7 @@ import base64
 import structlog
 
 from drydock.credentials import CipherError, Grant, UpstreamToken
+from drydock.errors import describe
 from drydock.sandbox.credentials import GrantError
 from services.credential_proxy.context import ProxyContext
 from services.credential_proxy.grant_auth import Refused, Route, refusal
@@ -25,7 +26,7 @@ async def upstream_token(ctx: ProxyContext, grant: Grant, route: Route) -> Upstr
         return await ctx.credentials.upstream_token(grant)
     except (GrantError, CipherError) as error:
         REQUESTS.labels(route, "unavailable").inc()
-        log.error("no upstream token", thread_id=grant.thread_id, sandbox_id=grant.sandbox_id, error=str(error))
+        log.error("no upstream token", thread_id=grant.thread_id, sandbox_id=grant.sandbox_id, error=describe(error))
         raise Refused(refusal(route, 502, f"no upstream credential for {grant.repository}: {error}")) from None
 
 

@@ -23,6 +23,7 @@ from drydock.credentials.proxy_sockets import (
     prepare_socket_directory,
     socket_directory,
 )
+from drydock.errors import describe
 from drydock.runtime import Runtime
 from services.credential_proxy.app import create_app
 from services.credential_proxy.context import ProxyContext, proxy_context
@@ -52,7 +53,7 @@ async def _reencrypt(ctx: ProxyContext) -> None:
     try:
         rewritten = await ctx.credentials.vault.rotate()
     except RedisError as error:
-        log.error("re-encrypting stored tokens failed", error=str(error))
+        log.error("re-encrypting stored tokens failed", error=describe(error))
         return
     if rewritten:
         log.info("stored tokens re-encrypted under the newest key", count=rewritten)

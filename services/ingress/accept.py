@@ -170,7 +170,7 @@ class Ingress:
             await self.deliveries.done(channel, delivery.delivery_id)
         except (RedisError, OSError) as error:
             # Durable already; the claim expires and the stream's Nats-Msg-Id drops a redelivery.
-            log.warning("delivery not marked done", delivery_id=delivery.delivery_id, error=str(error))
+            log.warning("delivery not marked done", delivery_id=delivery.delivery_id, error=describe(error))
         return self._accepted(delivery, decisions, routes)
 
     async def _release(self, channel: str, delivery_id: str) -> None:
@@ -179,7 +179,7 @@ class Ingress:
             async with asyncio.timeout(RELEASE_TIMEOUT):
                 await self.deliveries.release(channel, delivery_id)
         except (RedisError, OSError) as error:
-            log.warning("delivery claim not released; it expires", delivery_id=delivery_id, error=str(error))
+            log.warning("delivery claim not released; it expires", delivery_id=delivery_id, error=describe(error))
 
     def _accepted(self, delivery: Delivery, decisions: list[routing.Decision], routes: list[Route]) -> Accepted:
         for route in routes:

@@ -24,6 +24,7 @@ import structlog
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from drydock.errors import describe
 from drydock.infra.redis import Keys
 
 log = structlog.get_logger(__name__)
@@ -97,7 +98,7 @@ class Leadership:
             try:
                 term = await self.acquire()
             except (RedisError, OSError) as error:
-                log.warning("autofix controller lease unavailable", error=str(error) or type(error).__name__)
+                log.warning("autofix controller lease unavailable", error=describe(error))
                 term = None
             if term is None:
                 with contextlib.suppress(TimeoutError):
@@ -123,7 +124,7 @@ class Leadership:
                         break
                     valid_until = time.monotonic() + self.ttl
                 except (RedisError, OSError) as error:
-                    log.warning("autofix controller lease renewal failed", error=str(error) or type(error).__name__)
+                    log.warning("autofix controller lease renewal failed", error=describe(error))
                     # Give up slightly before the TTL so that no standby can already lead.
                     if time.monotonic() >= valid_until - min(interval / 2, 1.0):
                         break

@@ -21,6 +21,7 @@ from drydock.autofix.policy import Kind, Outcome, Signal, Source
 from drydock.autofix.review_feedback import unanswered
 from drydock.bus import BusUnavailable
 from drydock.channels.errors import OutboundFailed
+from drydock.errors import describe
 from drydock.threads.fields import OWNER
 from drydock.threads.pr_records import PullRequestRecord
 
@@ -48,7 +49,7 @@ class Monitor:
                     return await self.scan_pull(record)
                 except (OutboundFailed, BusUnavailable, RedisError, OSError) as error:
                     log.warning("monitor could not scan a pull request", thread_id=record.thread_id,
-                                pull_request=f"{record.repository}#{record.number}", error=str(error))  # fmt: skip
+                                pull_request=f"{record.repository}#{record.number}", error=describe(error))  # fmt: skip
                     return []
 
         found = await asyncio.gather(*(one(record) for record in records))
@@ -120,6 +121,6 @@ class Monitor:
                 if decided:
                     log.info("monitor scan decided", decisions=len(decided))
             except (RedisError, OSError) as error:
-                log.warning("autofix monitor cannot reach Redis", error=str(error) or type(error).__name__)
+                log.warning("autofix monitor cannot reach Redis", error=describe(error))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=interval)

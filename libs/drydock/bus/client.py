@@ -56,7 +56,7 @@ async def connect_nats(settings: NatsSettings, *, name: str, url: str | None = N
     async def on_error(error: Exception) -> None:
         if "authorization violation" in str(error).lower():
             refused.append(error)
-        log.warning("nats error", error=str(error))
+        log.warning("nats error", error=describe(error))
 
     async def on_disconnected() -> None:
         if not nc.is_closed:

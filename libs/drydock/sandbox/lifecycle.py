@@ -39,6 +39,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from drydock.config import SandboxSettings
+from drydock.errors import describe
 from drydock.infra.cancellation import pause
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import ServerKeys
@@ -249,7 +250,9 @@ class SandboxManager:
             try:
                 await self.credentials.refresh(cached.grant)
             except GrantError as error:
-                log.warning("grant could not be refreshed; issuing a new one", thread_id=thread_id, error=str(error))
+                log.warning(
+                    "grant could not be refreshed; issuing a new one", thread_id=thread_id, error=describe(error)
+                )
                 cached.grant = await self._grant(cached.backend, thread_id, cached.grant.role, cached.grant.repository)
         finally:
             await asyncio.gather(identity, return_exceptions=True)
@@ -266,7 +269,10 @@ class SandboxManager:
             await backend.health()
         except (SandboxNotFound, SandboxUnavailable) as error:
             log.warning(
-                "cannot reconnect; recreating the sandbox", thread_id=thread_id, sandbox_id=sandbox_id, error=str(error)
+                "cannot reconnect; recreating the sandbox",
+                thread_id=thread_id,
+                sandbox_id=sandbox_id,
+                error=describe(error),
             )
             return await self._replace(thread_id, expected=sandbox_id, role=role, repository=repository)
         try:
@@ -374,13 +380,15 @@ class SandboxManager:
             try:
                 await self.credentials.revoke(cached.grant)
             except GrantError as error:
-                log.warning("grant could not be revoked", thread_id=thread_id, error=str(error))
+                log.warning("grant could not be revoked", thread_id=thread_id, error=describe(error))
 
     async def _delete_quietly(self, sandbox_id: str) -> None:
         try:
             await self.provider.delete(sandbox_id)
         except SandboxError as error:
-            log.warning("sandbox could not be deleted; the reaper will retry", sandbox_id=sandbox_id, error=str(error))
+            log.warning(
+                "sandbox could not be deleted; the reaper will retry", sandbox_id=sandbox_id, error=describe(error)
+            )
 
     async def reap(self, *, now: float | None = None) -> ReapReport:
         """Delete idle sandboxes (unused for ``idle_ttl``; the thread gets a new one, restored
@@ -402,7 +410,7 @@ class SandboxManager:
                 if report.deleted:
                     log.info("reaped sandboxes", idle=report.idle, orphaned=report.orphaned)
             except (SandboxError, OSError) as error:
-                log.warning("reaping failed", error=str(error))
+                log.warning("reaping failed", error=describe(error))
             await pause(interval)
 
     async def aclose(self) -> None:
@@ -426,4 +434,4 @@ class _Toucher:
             try:
                 await self._records.touch(self._sandbox_id)
             except RedisError as error:
-                log.warning("could not record the sandbox's use", sandbox_id=self._sandbox_id, error=str(error))
+                log.warning("could not record the sandbox's use", sandbox_id=self._sandbox_id, error=describe(error))

@@ -22,6 +22,7 @@ import structlog
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from drydock.errors import describe
 from drydock.infra.cancellation import pause
 from drydock.infra.redis import Keys
 
@@ -148,7 +149,7 @@ class HeldLease:
                     break
                 valid_until = time.monotonic() + ttl
             except (RedisError, OSError) as error:
-                log.warning("lease renewal failed", thread_id=lease.thread_id, error=str(error))
+                log.warning("lease renewal failed", thread_id=lease.thread_id, error=describe(error))
                 # Give up slightly before the TTL so that no other worker can already hold it.
                 if time.monotonic() >= valid_until - min(interval / 2, 1.0):
                     break

@@ -48,6 +48,7 @@ from drydock.bus.envelopes import ReplyAddress
 from drydock.channels.outbound import Outbound
 from drydock.channels.run_status import RunStatus
 from drydock.config import Settings
+from drydock.errors import describe
 from drydock.graphs.entrypoints import with_inputs
 from drydock.graphs.inputs import AgentInputs, Checkout, GraphFactory
 from drydock.infra.redis import Keys
@@ -194,7 +195,7 @@ class AgentRuns:
             bound.warning("run ended early", reason=str(ended))
             if notices is not None:
                 await _best_effort(notices, str(ended), bound)
-            await events.emit(EventType.ERROR, error=str(ended))
+            await events.emit(EventType.ERROR, error=describe(ended))
             return await self._cursor_after_unrun(thread_id, config)
         finally:
             events.abandon()

@@ -26,7 +26,8 @@ from pydantic import ValidationError
 from drydock.bus import Bus, Wake
 from drydock.bus.streams import RUNS_STREAM, run_consumer
 from drydock.bus.subjects import MAX_DELIVERIES_ADVISORY
-from drydock.infra.cancellation import raise_if_cancelling
+from drydock.errors import describe
+from drydock.infra.cancellation import pause, raise_if_cancelling
 from drydock.roles import Role
 from drydock.worker.dead_letters import DeadLetterOffice
 
@@ -92,8 +93,8 @@ class WakeConsumer:
                     continue
                 except NatsError as error:
                     slots.release()
-                    log.warning("fetching wakes failed", role=self._role.value, error=str(error))
-                    await asyncio.sleep(0.5)
+                    log.warning("fetching wakes failed", role=self._role.value, error=describe(error))
+                    await pause(0.5)
                     continue
                 for message in messages:
                     task = asyncio.create_task(self._handle(message))
@@ -123,7 +124,7 @@ class WakeConsumer:
         try:
             wake = Wake.model_validate_json(message.data)
         except ValidationError as error:
-            log.error("unreadable wake dropped", subject=message.subject, error=str(error))
+            log.error("unreadable wake dropped", subject=message.subject, error=describe(error))
             await message.term()
             return
         keepalive = asyncio.create_task(self._keep_alive(message))
@@ -143,7 +144,7 @@ class WakeConsumer:
 
     async def _keep_alive(self, message: Msg) -> None:
         while True:
-            await asyncio.sleep(self._heartbeat)
+            await pause(self._heartbeat)
             with contextlib.suppress(NatsError):
                 await message.in_progress()
 

@@ -15,6 +15,7 @@ from importlib import resources
 import structlog
 from deepagents.backends.protocol import ExecuteResponse, SandboxBackendProtocol
 
+from drydock.errors import describe
 from drydock.sandbox.snapshots.errors import SnapshotCorrupt, SnapshotError
 
 log = structlog.get_logger(__name__)
@@ -90,7 +91,7 @@ async def remove_dir(sandbox: SandboxBackendProtocol, path: str, *, time_limit: 
     try:
         response = await _run(sandbox, ["rm", "-rf", "--", path], time_limit=time_limit)
     except Exception as error:  # the sandbox may be gone; the outcome of the operation matters more
-        log.warning("snapshot scratch not removed", sandbox=sandbox.id, path=path, error=str(error))
+        log.warning("snapshot scratch not removed", sandbox=sandbox.id, path=path, error=describe(error))
         return
     if response.exit_code != 0:
         log.warning("snapshot scratch not removed", sandbox=sandbox.id, path=path, output=_tail(response.output))

@@ -14,6 +14,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from drydock.config import SandboxSettings
+from drydock.errors import describe
 from drydock.sandbox.errors import SandboxCreationFailed, SandboxError, SandboxNotFound
 from drydock.sandbox.handle import Isolation, SandboxHandle
 from drydock.sandbox.providers.kubernetes import daemon_health, manifests, naming
@@ -186,7 +187,7 @@ class KubernetesProvider:
             await self._remove(sandbox_id)
         except (ApiException, SandboxError) as error:
             log.warning(
-                "sandbox pod could not be deleted; the reaper will retry", sandbox_id=sandbox_id, error=str(error)
+                "sandbox pod could not be deleted; the reaper will retry", sandbox_id=sandbox_id, error=describe(error)
             )
 
     async def _remove(self, sandbox_id: str) -> bool:

@@ -20,6 +20,7 @@ from typing import Protocol
 import structlog
 from redis.exceptions import RedisError
 
+from drydock.errors import describe
 from drydock.sandbox.errors import SandboxError
 from drydock.sandbox.handle import SandboxHandle
 from drydock.sandbox.providers.kubernetes.naming import new_sandbox_id
@@ -147,7 +148,7 @@ class WarmPool:
             handle = await self._pods.start_idle(sandbox_id)
         except SandboxError as error:
             await self.store.release(sandbox_id)
-            log.warning("a warm-pool sandbox could not be started", sandbox_id=sandbox_id, error=str(error))
+            log.warning("a warm-pool sandbox could not be started", sandbox_id=sandbox_id, error=describe(error))
             return False
         if not await self.store.ready(sandbox_id, self._pods.seal(handle), now=time.time()):
             log.info("warm-pool reservation was dropped while starting; deleting", sandbox_id=sandbox_id)
@@ -163,7 +164,7 @@ class WarmPool:
                 if started:
                     log.info("warm pool refilled", started=started, size=self.size)
             except (SandboxError, RedisError, OSError) as error:
-                log.warning("warm-pool refill failed", error=str(error))
+                log.warning("warm-pool refill failed", error=describe(error))
             # Not asyncio.wait_for: on Python 3.11 it can swallow a cancellation that arrives as
             # the wake is set, and aclose() would wait forever.
             with contextlib.suppress(TimeoutError):
