@@ -31,6 +31,11 @@ class TestStartUpMistakes:
         [
             ({"DRYDOCK_CRYPTO_KEYS": "notjson"}, ("serve", "web"), "DRYDOCK_CRYPTO_KEYS: not valid JSON"),
             (
+                {"DRYDOCK_CRYPTO_KEYS": '["not-a-key"]'},
+                ("serve", "web"),
+                "DRYDOCK_CRYPTO_KEYS: key #1 is not a Fernet key",
+            ),
+            (
                 {"DRYDOCK_MODELS_EXTRA_MODELS": "bad"},
                 ("serve", "coder-worker"),
                 "DRYDOCK_MODELS_EXTRA_MODELS: not valid JSON",

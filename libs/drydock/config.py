@@ -7,6 +7,7 @@ Variables use the prefix ``DRYDOCK_`` and one underscore between section and fie
 
 from __future__ import annotations
 
+import binascii
 import difflib
 import json
 import os
@@ -16,6 +17,7 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal, get_origin
 
+from cryptography.fernet import Fernet
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -26,6 +28,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 ENV_PREFIX = "DRYDOCK_"
@@ -595,6 +598,19 @@ class CryptoSettings(BaseModel):
         description="Fernet keys, newest first: the first encrypts, all decrypt (rotation).",
     )
 
+    @field_validator("keys")
+    @classmethod
+    def _fernet_keys(cls, keys: list[SecretStr]) -> list[SecretStr]:
+        for position, key in enumerate(keys, start=1):
+            try:
+                Fernet(key.get_secret_value())
+            except (ValueError, binascii.Error):
+                raise ValueError(
+                    f"key #{position} is not a Fernet key (32 url-safe base64-encoded bytes); generate one with "
+                    "`python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'`"
+                ) from None
+        return keys
+
 
 DEFAULT_EGRESS_ALLOWLIST = (
     "pypi.org",
@@ -882,13 +898,17 @@ def load_settings(**overrides: Any) -> Settings:
     try:
         return Settings(**overrides)
     except ValidationError as error:
-        problems = [
-            f"{env_name(detail['loc'])}: {detail['msg']}" if detail["loc"] else detail["msg"]
-            for detail in error.errors()
-        ]
+        problems = [_problem(detail) for detail in error.errors()]
+        if len(problems) == 1:
+            raise ConfigError(problems[0]) from None
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems)) from None
     except SettingsError as error:
         raise ConfigError(_unparsable(error, os.environ)) from None
+
+
+def _problem(detail: ErrorDetails) -> str:
+    message = detail["msg"].removeprefix("Value error, ")
+    return f"{env_name(detail['loc'])}: {message}" if detail["loc"] else message
 
 
 def _fields(model: type[BaseModel], prefix: str, flattened: bool) -> Iterator[tuple[str, Any]]:
