@@ -114,9 +114,14 @@ class UsageLedger:
             counters["unpriced_calls"] = 1
         else:
             counters["cost_nanousd"] = round(call.cost_usd * NANO)
+        values = scope.values(call.model)
         keys = [self._keys.run_usage(scope.run_id)]
-        keys += [self._keys.usage(day, dimension.value, value) for dimension, value in scope.values(call.model).items()]
+        keys += [self._keys.usage(day, dimension.value, value) for dimension, value in values.items()]
         pipe = self._redis.pipeline(transaction=False)
+        for dimension, value in values.items():
+            ranking = self._keys.usage_ranking(day, dimension.value)
+            pipe.zincrby(ranking, counters.get("cost_nanousd", 0), value)
+            pipe.expire(ranking, self._ttl)
         for key in keys:
             for name, amount in counters.items():
                 if amount:
@@ -134,6 +139,25 @@ class UsageLedger:
         day = (on or datetime.now(UTC).date()).isoformat()
         raw = await cast(Any, self._redis.hgetall(self._keys.usage(day, dimension.value, value)))
         return UsageTotals.from_hash(_text(raw))
+
+    async def ranking(self, dimension: Dimension, on: date, *, top: int = 10) -> list[tuple[str, UsageTotals]]:
+        """The ``top`` threads, users, teams, repositories or models of one day by known cost, with
+        their totals (one with no known price ranks by its priced part)."""
+        day = on.isoformat()
+        members = await cast(Any, self._redis.zrevrange(self._keys.usage_ranking(day, dimension.value), 0, top - 1))
+        names = [m.decode() if isinstance(m, bytes) else str(m) for m in members]
+        pipe = self._redis.pipeline(transaction=False)
+        for name in names:
+            pipe.hgetall(self._keys.usage(day, dimension.value, name))
+        raws = await pipe.execute() if names else []
+        return [(name, UsageTotals.from_hash(_text(raw))) for name, raw in zip(names, raws, strict=True)]
+
+    async def days(self, dimension: Dimension, value: str, days: list[date]) -> list[UsageTotals]:
+        """The usage of one thread, user, team, repository or model on each of ``days``."""
+        pipe = self._redis.pipeline(transaction=False)
+        for day in days:
+            pipe.hgetall(self._keys.usage(day.isoformat(), dimension.value, value))
+        return [UsageTotals.from_hash(_text(raw)) for raw in await pipe.execute()]
 
 
 def _text(raw: Mapping[Any, Any]) -> dict[str, str]:
