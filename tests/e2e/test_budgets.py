@@ -4,9 +4,10 @@ exists; the team's concurrency limit deferring a run until a place frees."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
-from drydock.accounts import RepositorySettings, TeamBudgets, TeamDefaults
+from drydock.accounts import Provider, RepositorySettings, TeamBudgets, TeamDefaults
 from drydock.budgets import ActiveRuns
 from drydock.bus import EventType
 from drydock.threads import ids
@@ -14,8 +15,10 @@ from drydock.threads.continuation import Continuations
 from drydock.threads.fields import SANDBOX_ID
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.usage import CallUsage, UsageLedger, UsageScope
-from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, eventually, pipeline
+from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, SLACK_SECRET, Stage, eventually, pipeline
 from tests.e2e.test_github_issue import ISSUE
+from tests.fakes import signing
+from tests.fakes import slack as fake_slack
 from tests.fakes.github import webhooks
 from tests.fakes.github.activity import activity_of
 from tests.fakes.openai_server import Script
@@ -88,7 +91,7 @@ class TestSpendLimit:
             notice = agent_comments(stage)[0]
             assert notice.startswith("I paused at this run's spend limit of $0.10: I spent $0.25 in this run.")
             assert "`@drydock continue`" in notice
-            stop = [e for e in await stage.events(THREAD) if e.type is EventType.STEP_LIMIT][0]
+            stop = next(e for e in await stage.events(THREAD) if e.type is EventType.STEP_LIMIT)
             assert stop.data["budget"] == "run"
             assert await Continuations(stage.runtime.redis, stage.runtime.keys).paused(THREAD) is not None
 
@@ -120,6 +123,50 @@ class TestSpendLimit:
             assert await Continuations(stage.runtime.redis, stage.runtime.keys).paused(THREAD) is not None
 
 
+class TestSlackButton:
+    async def test_the_owner_presses_continue_under_the_pause_notice(self, tmp_path: Path) -> None:
+        channel = "C0WIDGETS"
+        script = (
+            Script()
+            .tool_call("execute", command="true")
+            .usage(prompt=200_000, completion=10)
+            .tool_call("slack_reply", text="Finished after the button.")
+            .reply("Done.")
+        )
+        async with pipeline(tmp_path, script) as stage:
+            await set_budgets(stage, TeamBudgets(run_usd=0.10))
+            await stage.accounts.link(Provider.SLACK, "U0HUMAN", "user-ada")
+            text = f"<@{fake_slack.BOT_USER}> run the checks repo:{REPOSITORY}"
+            ts = stage.slack.state.add_message(channel, text)
+            await stage.deliver_slack(fake_slack.app_mention(channel, ts, text))
+            thread_id = ids.slack_thread(fake_slack.TEAM, channel, ts)
+
+            def replies() -> list[fake_slack.PostedMessage]:
+                return [m for m in stage.slack.state.replies_in(channel, ts) if m.user == fake_slack.BOT_USER]
+
+            async def replied(count: int) -> bool:
+                return len(replies()) >= count
+
+            await eventually(lambda: replied(1), within=60, what="the pause notice")
+            notice = replies()[0]
+            assert notice.text.startswith("I paused at this run's spend limit of $0.10")
+            assert notice.blocks is not None
+            button = notice.blocks[1]["elements"][0]
+            assert (button["action_id"], button["text"]["text"]) == ("drydock_continue", "Continue")
+
+            press = fake_slack.block_actions(channel, notice.ts, button["action_id"], button["value"], thread_ts=ts)
+            request = signing.slack_interaction(SLACK_SECRET, press)
+            response = await stage.ingress.post(request.path, content=request.body, headers=request.headers)
+            assert response.status_code == 200, response.text
+
+            await eventually(lambda: replied(3), within=60, what="the continued run's reply")
+            assert [m.text for m in replies()[1:]] == [
+                "Continuing, as <@U0HUMAN> asked: this run has one more allowance.",
+                "Finished after the button.",
+            ]
+            assert await Continuations(stage.runtime.redis, stage.runtime.keys).paused(thread_id) is None
+
+
 class TestDayBudget:
     async def test_a_spent_day_budget_refuses_the_run_before_any_sandbox(self, tmp_path: Path) -> None:
         async with pipeline(tmp_path, Script().reply("Never asked.")) as stage:
@@ -140,7 +187,8 @@ class TestDayBudget:
             fields = await ThreadMetadataStore(stage.runtime.redis, stage.runtime.keys).get(THREAD)
             assert not fields.get(SANDBOX_ID)
             root = stage.settings.sandbox.local_root
-            assert root is None or not any(Path(root).glob("*"))
+            assert root is not None
+            assert not await asyncio.to_thread(lambda: any(Path(root).glob("sbx-*")))
 
 
 class TestConcurrency:

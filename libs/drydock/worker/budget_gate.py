@@ -21,7 +21,7 @@ import structlog
 from drydock.accounts import AccountsStore
 from drydock.budgets import ActiveRuns, Grant, Limits, Reached, SpendCheck
 from drydock.budgets.reached import dollars
-from drydock.bus.envelopes import InboxMessage
+from drydock.bus.envelopes import Channel, InboxMessage
 from drydock.errors import describe
 from drydock.threads.continuation import Continuations, asks_to_continue, grant_for
 from drydock.threads.fields import AUTHOR, OWNER
@@ -96,6 +96,16 @@ class BudgetGate:
             return identity is not None and identity.login.lower() in self._admins
         return False
 
+    async def _who(self, message: InboxMessage) -> str:
+        """How to name the author in a notice: their Drydock login, else as their channel shows them."""
+        author = message.author
+        identity = await self.accounts.identity(author.user_id) if author.user_id else None
+        if identity is not None:
+            return identity.login
+        if author.channel is Channel.SLACK:
+            return f"<@{author.external_id}>"
+        return author.name
+
     async def admit(
         self,
         thread_id: str,
@@ -112,11 +122,12 @@ class BudgetGate:
             newest = queued[-1].message if queued else None
             if newest is None or not asks_to_continue(newest.text, handle):
                 raise RunRefused(paused_notice(paused, handle))
+            who = await self._who(newest)
             if not await self.may_continue(newest, fields):
-                raise RunRefused(refused_continue_notice(newest.author.name))
-            grant = grant_for(paused, spend.limits.run_usd, by=newest.author.name)
+                raise RunRefused(refused_continue_notice(who))
+            grant = grant_for(paused, spend.limits.run_usd, by=who)
             if await self.continuations.resume(thread_id, grant) and notices is not None:
-                await _tell(notices, continued_notice(newest.author.name, grant), thread_id)
+                await _tell(notices, continued_notice(who, grant), thread_id)
         spend.grant = await self.continuations.take_grant(thread_id)
         reached = await spend.day_reached()
         if reached is not None:
