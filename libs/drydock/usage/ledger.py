@@ -59,6 +59,8 @@ class UsageScope:
 class UsageTotals:
     """Summed usage; ``cost_usd`` is None when any call had no known price (or there were none)."""
 
+    runs: int = 0
+    """Runs with a model call counted here (a run whose calls span midnight counts on its first day)."""
     calls: int = 0
     input_tokens: int = 0
     cached_input_tokens: int = 0
@@ -78,6 +80,7 @@ class UsageTotals:
             return int(raw.get(name, 0))
 
         return cls(
+            runs=number("runs"),
             calls=number("calls"),
             input_tokens=number("input"),
             cached_input_tokens=number("cached_input"),
@@ -85,6 +88,18 @@ class UsageTotals:
             reasoning_tokens=number("reasoning"),
             priced_cost_usd=number("cost_nanousd") / NANO,
             unpriced_calls=number("unpriced_calls"),
+        )
+
+    def __add__(self, other: UsageTotals) -> UsageTotals:
+        return UsageTotals(
+            runs=self.runs + other.runs,
+            calls=self.calls + other.calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            priced_cost_usd=self.priced_cost_usd + other.priced_cost_usd,
+            unpriced_calls=self.unpriced_calls + other.unpriced_calls,
         )
 
 
@@ -100,10 +115,12 @@ class UsageLedger:
         self._keys = keys
         self._ttl = retention_days * 86_400
 
-    async def add(self, scope: UsageScope, call: CallUsage, *, at: datetime | None = None) -> None:
-        """Count ``call`` for the run and, on its day, for each of the scope's dimensions."""
+    async def add(self, scope: UsageScope, call: CallUsage, *, at: datetime | None = None, first: bool = False) -> None:
+        """Count ``call`` for the run and, on its day, for each of the scope's dimensions; the
+        ``first`` call of a run counts the run too."""
         day = _day(at)
         counters: dict[str, int] = {
+            "runs": int(first),
             "calls": 1,
             "input": call.input_tokens,
             "cached_input": call.cached_input_tokens,
