@@ -19,7 +19,7 @@ class TestTeamBudgets:
         admin, ada = await site.sign_in("root", admin=True), await site.sign_in("ada")
         answer = await admin.send("PUT", "/api/v1/team", {"budgets": BUDGETS})
         assert answer.status_code == 200, answer.text
-        assert (await site.accounts.team()).budgets == TeamBudgets(**BUDGETS)
+        assert (await site.accounts.team()).budgets == TeamBudgets.model_validate(BUDGETS)
         assert (await ada.get("/api/v1/team")).json()["budgets"] == BUDGETS
 
     async def test_a_limit_at_or_below_zero_names_its_field(self, site: Site) -> None:
@@ -86,7 +86,8 @@ class TestContinue:
         continuations = Continuations(site.runtime.redis, site.runtime.keys)
         assert await continuations.paused(thread_id) is None
         grant = await continuations.take_grant(thread_id)
-        assert grant is not None and grant.by == "ada"
+        assert grant is not None
+        assert grant.by == "ada"
         messages = await Inbox(site.runtime.bus).read_after(thread_id)
         assert messages[-1].message.text.startswith("Continue (from the dashboard)")
 
