@@ -64,46 +64,35 @@ class SpendCheck:
 
     async def day_reached(self) -> Reached | None:
         """A day budget (per user, per repository) the day's spend has reached."""
-        limits, extra = self.limits, self.grant.extra_usd if self.grant else 0.0
-        accept = self.grant is not None
-        if self.user_id and limits.user_day_usd is not None:
-            totals = await self.ledger.day(Dimension.USER, self.user_id)
-            found = over(
-                LimitKind.USER_DAY,
-                limits.user_day_usd,
-                totals,
-                extra=extra,
-                accept_unknown=accept,
-                subject=self.user_name,
-            )
-            if found is not None:
-                return found
-        if self.repository and limits.repository_day_usd is not None:
-            totals = await self.ledger.day(Dimension.REPOSITORY, self.repository)
-            return over(
-                LimitKind.REPOSITORY_DAY,
-                limits.repository_day_usd,
-                totals,
-                extra=extra,
-                accept_unknown=accept,
-                subject=self.repository,
-            )
-        return None
+        return await self._check(run=False)
 
     async def reached(self) -> Reached | None:
         """The first spend limit reached: the run's, then the day budgets (None: go on)."""
         if not self.limits.spend:
             return None
-        if self.limits.run_usd is not None:
-            totals = await self.ledger.run(self.run_id)
-            found = over(
-                LimitKind.RUN,
-                self.limits.run_usd,
-                totals,
-                extra=0.0,
-                accept_unknown=self.grant is not None,
-                subject="",
-            )
+        return await self._check(run=self.limits.run_usd is not None)
+
+    async def _check(self, *, run: bool) -> Reached | None:
+        limits, grant = self.limits, self.grant
+        days: list[tuple[LimitKind, float, Dimension, str]] = []
+        if self.user_id and limits.user_day_usd is not None:
+            days.append((LimitKind.USER_DAY, limits.user_day_usd, Dimension.USER, self.user_id))
+        if self.repository and limits.repository_day_usd is not None:
+            days.append((LimitKind.REPOSITORY_DAY, limits.repository_day_usd, Dimension.REPOSITORY, self.repository))
+        if not run and not days:
+            return None
+        run_totals, day_totals = await self.ledger.run_and_days(
+            self.run_id if run else None, [(dimension, value) for _, _, dimension, value in days]
+        )
+        accept = grant is not None
+        if run and limits.run_usd is not None:
+            found = over(LimitKind.RUN, limits.run_usd, run_totals, extra=0.0, accept_unknown=accept, subject="")
             if found is not None:
                 return found
-        return await self.day_reached()
+        extra = grant.extra_usd if grant is not None else 0.0
+        for (kind, limit, dimension, value), totals in zip(days, day_totals, strict=True):
+            subject = self.user_name if dimension is Dimension.USER else value
+            found = over(kind, limit, totals, extra=extra, accept_unknown=accept, subject=subject)
+            if found is not None:
+                return found
+        return None

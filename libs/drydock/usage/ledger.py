@@ -136,6 +136,8 @@ class UsageLedger:
         keys += [self._keys.usage(day, dimension.value, value) for dimension, value in values.items()]
         pipe = self._redis.pipeline(transaction=False)
         for dimension, value in values.items():
+            if dimension is Dimension.TEAM:
+                continue  # the usage page ranks threads, users, repositories and models
             ranking = self._keys.usage_ranking(day, dimension.value)
             pipe.zincrby(ranking, counters.get("cost_nanousd", 0), value)
             pipe.expire(ranking, self._ttl)
@@ -156,6 +158,22 @@ class UsageLedger:
         day = (on or datetime.now(UTC).date()).isoformat()
         raw = await cast(Any, self._redis.hgetall(self._keys.usage(day, dimension.value, value)))
         return UsageTotals.from_hash(_text(raw))
+
+    async def run_and_days(
+        self, run_id: str | None, wanted: list[tuple[Dimension, str]], on: date | None = None
+    ) -> tuple[UsageTotals, list[UsageTotals]]:
+        """One round trip: the run's usage (empty when ``run_id`` is None) and each of ``wanted``'s
+        on one day (today by default)."""
+        day = (on or datetime.now(UTC).date()).isoformat()
+        pipe = self._redis.pipeline(transaction=False)
+        if run_id is not None:
+            pipe.hgetall(self._keys.run_usage(run_id))
+        for dimension, value in wanted:
+            pipe.hgetall(self._keys.usage(day, dimension.value, value))
+        raws = [UsageTotals.from_hash(_text(raw)) for raw in await pipe.execute()] if run_id or wanted else []
+        if run_id is None:
+            return UsageTotals(), raws
+        return raws[0], raws[1:]
 
     async def ranking(self, dimension: Dimension, on: date, *, top: int = 10) -> list[tuple[str, UsageTotals]]:
         """The ``top`` threads, users, teams, repositories or models of one day by known cost, with

@@ -74,7 +74,7 @@ from drydock.tools import build_tools
 from drydock.tools.context import ThreadScope, ToolContext
 from drydock.usage import UsageLedger, UsageRecorder, UsageScope
 from drydock.usage.recorder import METADATA_KEY as USAGE_METADATA_KEY
-from drydock.worker.budget_gate import BudgetGate, RunRefused, paused_notice
+from drydock.worker.budget_gate import BudgetGate, RunRefused, paused_notice, stopped_notice
 from drydock.worker.sources import SourceNotices, SourceStatus
 
 log = structlog.get_logger(__name__)
@@ -262,7 +262,8 @@ class AgentRuns:
         )
         handle = team.mention_handle or parts.settings.ingress.mention_handle
         queued = await self.inbox.read_after(scope.thread_id, await self._saved_cursor(config))
-        await self.gate.admit(scope.thread_id, fields, queued, spend, notices, handle=handle)
+        pauses = scope.role is Role.CODER
+        await self.gate.admit(scope.thread_id, fields, queued, spend, notices, handle=handle, pauses=pauses)
         async with self.gate.place(scope.thread_id, limits, notices):
             return await self._claimed(
                 scope,
@@ -369,10 +370,14 @@ class AgentRuns:
             model_calls=inputs.limits.model_calls,
         )
         if stopped_at is not None:
-            await self.continuations.pause(scope.thread_id, stopped_at)
-            if notices is not None:
-                bound = log.bind(thread_id=scope.thread_id, run_id=scope.run_id)
-                await _best_effort(notices, paused_notice(stopped_at, handle), bound, continue_button=True)
+            bound = log.bind(thread_id=scope.thread_id, run_id=scope.run_id)
+            if scope.role is not Role.CODER:
+                if notices is not None:
+                    await _best_effort(notices, stopped_notice(stopped_at), bound)
+            else:
+                await self.continuations.pause(scope.thread_id, stopped_at)
+                if notices is not None:
+                    await _best_effort(notices, paused_notice(stopped_at, handle), bound, continue_button=True)
         if checkout is not None and parts.hooks.snapshots:
             await self._snapshot(scope.thread_id, backend, checkout)
         return cursor

@@ -52,6 +52,11 @@ def paused_notice(reached: Reached, handle: str) -> str:
     return f"I paused at {reached.limit_text}: I {reached.spent_text}. {how_to_continue(handle)}"
 
 
+def stopped_notice(reached: Reached) -> str:
+    """What the source of a thread that does not pause (a reviewer's) is told at a spend limit."""
+    return f"I stopped at {reached.limit_text}: I {reached.spent_text}. The next trigger starts a new run."
+
+
 def continued_notice(by: str, grant: Grant) -> str:
     extra = f" (up to {dollars(grant.extra_usd)} past the day budget)" if grant.extra_usd else ""
     return f"Continuing, as {by} asked: this run has one more allowance{extra}."
@@ -115,8 +120,16 @@ class BudgetGate:
         notices: SourceNotices | None,
         *,
         handle: str,
+        pauses: bool = True,
     ) -> Admission:
-        """Pass the pause and the day budgets, or raise :class:`RunRefused`."""
+        """Pass the pause and the day budgets, or raise :class:`RunRefused`. A thread that
+        ``pauses`` (a coder's: its owner can continue it) is paused at a day budget; another one
+        is refused this run only."""
+        if not pauses:
+            reached = await spend.day_reached()
+            if reached is not None:
+                raise RunRefused(stopped_notice(reached))
+            return Admission(spend=spend, grant=None)
         paused = await self.continuations.paused(thread_id)
         if paused is not None:
             newest = queued[-1].message if queued else None

@@ -5,8 +5,9 @@ that run (the worker takes the allowance)."""
 from __future__ import annotations
 
 from drydock.budgets import Limits
+from drydock.roles import Role
 from drydock.threads.continuation import Continuations, grant_for
-from drydock.threads.fields import OWNER, REPOSITORY
+from drydock.threads.fields import KIND, OWNER, REPOSITORY
 from services.dashboard.auth.guard import Principal
 from services.dashboard.context import Dashboard
 from services.dashboard.errors import Conflict, Forbidden
@@ -29,6 +30,8 @@ class Continuing:
         fields = await self._d.metadata.get(thread_id)
         if not principal.admin and fields.get(OWNER) != principal.user_id:
             raise Forbidden("only the thread's owner or an administrator can continue it past its budget")
+        if fields.get(KIND) != Role.CODER:
+            raise Conflict(f"a {fields.get(KIND)} thread does not pause at a budget")
         paused = await self._continuations.paused(thread_id)
         if paused is None:
             raise Conflict("the thread is not paused at a budget")
