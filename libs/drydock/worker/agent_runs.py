@@ -20,6 +20,11 @@ failing for good, a repository that cannot be cloned, the sandbox circuit breake
 with a notice in the source conversation and an ``error`` event; they are not retried, since
 retrying cannot fix them.
 Failures of our own infrastructure raise, so the wake is redelivered with backoff.
+
+Budgets (:mod:`drydock.worker.budget_gate`) are passed after the model is resolved and before
+the sandbox: a paused thread, a spent day budget or a full team refuses or defers the run
+before any sandbox exists. A run the step-limit middleware stopped at a spend limit pauses its
+(coder) thread and tells the source how to continue.
 """
 
 from __future__ import annotations
