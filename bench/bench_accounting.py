@@ -3,6 +3,9 @@
 - accounting: :meth:`drydock.usage.UsageRecorder.record` on a reply with provider usage: reading
   the tokens, pricing them, the Prometheus counters and the Redis roll-ups (one pipeline to the
   embedded Valkey over loopback);
+- budget check: :meth:`drydock.budgets.SpendCheck.reached` before a model call with a run limit,
+  a user day budget and a repository day budget set (the run's and the day's roll-ups read in
+  one pipeline);
 - scan: :meth:`drydock.redaction.Redactor.redact` on a 1.5 KB pull-request body, once clean and
   once with a planted token, with the exact values of a configured installation's secrets.
 
@@ -17,6 +20,7 @@ import structlog
 from langchain_core.messages import AIMessage
 
 from bench.harness import measure, report
+from drydock.budgets import Limits, SpendCheck
 from drydock.config import load_settings
 from drydock.infra.embedded import embedded_infrastructure
 from drydock.infra.redis import Keys, connect_redis
@@ -74,6 +78,17 @@ async def main() -> None:
                 await recorder.record(_reply(), "gpt-5.1")
 
             report(await measure("accounting per model call", account, count=SAMPLES), target_p50_ms=1.0)
+
+            limits = Limits(run_usd=1_000.0, user_day_usd=10_000.0, repository_day_usd=10_000.0)
+            spend = SpendCheck(
+                UsageLedger(redis, keys), limits, run_id=scope.run_id, user_id="ada", repository="acme/widgets"
+            )
+
+            async def check() -> None:
+                if await spend.reached() is not None:
+                    raise RuntimeError("the bench's limits are far above its spend")
+
+            report(await measure("budget check per model call (3 limits)", check, count=SAMPLES), target_p50_ms=1.0)
 
             redactor = Redactor.from_settings(settings).with_values({"grant-" + uuid.uuid4().hex: "sandbox grant"})
             leaky = BODY + f"\nremote: https://x-access-token:{TOKEN}@github.com/acme/widgets.git\n"

@@ -9,6 +9,7 @@ from drydock.http import create_app, serve
 from drydock.runtime import Runtime
 from services.dashboard import api_docs
 from services.dashboard.auth import endpoints as auth
+from services.dashboard.budgets import endpoints as budgets
 from services.dashboard.context import Dashboard
 from services.dashboard.dead_letters import endpoints as dead_letters
 from services.dashboard.pages import endpoints as pages
@@ -19,6 +20,7 @@ from services.dashboard.review_styles import endpoints as review_styles
 from services.dashboard.team import endpoints as team
 from services.dashboard.threads import endpoints as threads
 from services.dashboard.threads.service import Threads
+from services.dashboard.usage import endpoints as usage
 
 
 def build(dashboard: Dashboard) -> APIRouter:
@@ -34,6 +36,8 @@ def build(dashboard: Dashboard) -> APIRouter:
         repositories.router(dashboard),
         review_styles.router(dashboard),
         threads.router(dashboard, thread_service),
+        budgets.router(dashboard, thread_service),
+        usage.router(dashboard),
         pages.router(dashboard, rendering, thread_service),
         api_docs.router(dashboard),
     ):

@@ -40,6 +40,7 @@ class TestListing:
         assert rows["acme/widgets"] | {"private": None} == {
             "full_name": "acme/widgets", "installed": True, "private": None, "enabled": True, "coder": True,
             "reviewer": True, "autofix": False,
+            "budgets": {"run_usd": None, "run_model_calls": None, "repository_day_usd": None},
         }  # fmt: skip
         assert rows["acme/gadgets"]["enabled"] is False
 

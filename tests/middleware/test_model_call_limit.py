@@ -6,8 +6,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph_checkpoint_plainredis import AsyncRedisSaver
 
+from drydock.budgets import LimitKind, Reached
 from drydock.middleware.model_call_limit import ModelCallLimit
-from drydock.middleware.outcome import StopReason, stop_reason
+from drydock.middleware.outcome import BUDGET_KEY, StopReason, stop_reason
 from tests.fakes.openai_server import Script, ScriptedModelServer
 from tests.middleware.conftest import chat_model, run_config
 
@@ -65,3 +66,43 @@ class TestModelCallLimit:
     def test_a_limit_below_one_is_rejected(self) -> None:
         with pytest.raises(ValueError, match="at least 1"):
             ModelCallLimit(0)
+
+
+class FixedGuard:
+    """A spend guard that reports ``reached`` from the ``after``-th check on."""
+
+    def __init__(self, reached: Reached, after: int) -> None:
+        self.reached_at = reached
+        self.after = after
+        self.checks = 0
+
+    async def reached(self) -> Reached | None:
+        self.checks += 1
+        return self.reached_at if self.checks >= self.after else None
+
+
+class TestSpendLimit:
+    async def test_the_run_ends_at_a_spend_limit_with_what_was_spent(self) -> None:
+        script = Script().tool_call("execute", command="a").reply("never asked")
+        limit = Reached(LimitKind.RUN, limit_usd=0.5, spent_usd=0.62)
+        guard = FixedGuard(limit, after=2)
+        async with ScriptedModelServer(script) as server:
+            agent = create_agent(chat_model(server), [execute], middleware=[ModelCallLimit(10, spend=guard)])
+            result = await agent.ainvoke({"messages": [HumanMessage("work")]})
+
+        assert len(server.requests) == 1
+        assert guard.checks == 2
+        assert stop_reason(result["messages"]) is StopReason.BUDGET
+        last = result["messages"][-1]
+        assert last.text == "I stopped at this run's spend limit of $0.50: I spent $0.62 in this run."
+        assert Reached.from_json(last.response_metadata[BUDGET_KEY]) == limit
+
+    async def test_the_call_limit_is_checked_first(self) -> None:
+        script = Script().tool_call("execute", command="a").reply("never asked")
+        guard = FixedGuard(Reached(LimitKind.RUN, limit_usd=0.5, spent_usd=0.62), after=2)
+        async with ScriptedModelServer(script) as server:
+            agent = create_agent(chat_model(server), [execute], middleware=[ModelCallLimit(1, spend=guard)])
+            result = await agent.ainvoke({"messages": [HumanMessage("work")]})
+        assert len(server.requests) == 1
+        assert guard.checks == 1
+        assert stop_reason(result["messages"]) is StopReason.STEP_LIMIT

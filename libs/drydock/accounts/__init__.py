@@ -8,8 +8,10 @@ from drydock.accounts.link_codes import IssuedCode, LinkCodes, Outcome, PendingL
 from drydock.accounts.membership import MembershipCache
 from drydock.accounts.models import (
     Provider,
+    RepositoryBudgets,
     RepositorySettings,
     RoleModel,
+    TeamBudgets,
     TeamDefaults,
     UserIdentity,
     UserProfile,
@@ -27,8 +29,10 @@ __all__ = [
     "PendingLink",
     "Provider",
     "Redemption",
+    "RepositoryBudgets",
     "RepositorySettings",
     "RoleModel",
+    "TeamBudgets",
     "TeamDefaults",
     "UserIdentity",
     "UserProfile",

@@ -87,6 +87,40 @@ class RoleModel(Record):
     effort: str | None = None
 
 
+def _positive(value: float | int | None, what: str) -> None:
+    if value is not None and value <= 0:
+        raise ValueError(f"{what} must be above zero (leave it empty for no limit), not {value}")
+
+
+class RepositoryBudgets(Record):
+    """Limits a repository sets for itself; each unset one falls back to the team's."""
+
+    run_usd: float | None = Field(default=None, description="Spend per run, in US dollars.")
+    run_model_calls: int | None = Field(default=None, description="Model calls per run (the step limit).")
+    repository_day_usd: float | None = Field(
+        default=None, description="Spend per repository per day (UTC), in US dollars."
+    )
+
+    @field_validator("run_usd", "run_model_calls", "repository_day_usd")
+    @classmethod
+    def _above_zero(cls, value: float | int | None) -> float | int | None:
+        _positive(value, "a limit")
+        return value
+
+
+class TeamBudgets(RepositoryBudgets):
+    """The team's limits: the defaults of every repository, and the ones only a team has."""
+
+    user_day_usd: float | None = Field(default=None, description="Spend per user per day (UTC), in US dollars.")
+    active_runs: int | None = Field(default=None, description="Runs going on at once in the whole team.")
+
+    @field_validator("user_day_usd", "active_runs")
+    @classmethod
+    def _team_above_zero(cls, value: float | int | None) -> float | int | None:
+        _positive(value, "a limit")
+        return value
+
+
 class TeamDefaults(Record):
     """Settings of the whole installation: who may trigger work, how the agent is addressed,
     and the repository used when a request names none."""
@@ -97,6 +131,7 @@ class TeamDefaults(Record):
     models: dict[str, RoleModel] = Field(
         default_factory=dict, description="Default model and effort per role (coder, reviewer, analyzer)."
     )
+    budgets: TeamBudgets = Field(default_factory=TeamBudgets, description="Spend, call and concurrency limits.")
 
     @field_validator("default_repository")
     @classmethod
@@ -140,6 +175,7 @@ class RepositorySettings(Record):
     coder: bool = True
     reviewer: bool = False
     autofix: bool = False
+    budgets: RepositoryBudgets = Field(default_factory=RepositoryBudgets, description="Overrides of the team's limits.")
 
     @field_validator("full_name")
     @classmethod

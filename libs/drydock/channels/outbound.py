@@ -19,10 +19,13 @@ from drydock.channels.linear.reply import LinearReplies
 from drydock.channels.linear.status import LinearStatus
 from drydock.channels.run_status import RunStatus
 from drydock.channels.slack.client import SlackClient
-from drydock.channels.slack.reply import SlackReplies
+from drydock.channels.slack.reply import Button, SlackReplies
 from drydock.channels.slack.status import SlackStatus
 from drydock.config import Settings
 from drydock.effects import Effects
+
+CONTINUE_BUTTON = Button(action_id="drydock_continue", text="Continue", value="continue")
+"""The button under a budget's pause notice; :mod:`drydock.threads.continuation` reads its press."""
 
 
 class Replies(Protocol):
@@ -46,8 +49,10 @@ class Outbound:
         *,
         github: GithubClient | None = None,
         linear: LinearClient | None = None,
+        slack: SlackReplies | None = None,
     ) -> None:
         self._replies = replies
+        self._slack = slack
         self._statuses = statuses
         self._closers = closers
         self.github = github
@@ -69,19 +74,21 @@ class Outbound:
         closers: list[Callable[[], Awaitable[None]]] = []
         github: GithubClient | None = None
         linear: LinearClient | None = None
+        slack_replies: SlackReplies | None = None
         if settings.github.app_id is not None and settings.github.private_key is not None:
             github = GithubClient(settings.github, transport=github_transport)
             replies[Channel.GITHUB], statuses[Channel.GITHUB] = GithubReplies(github), GithubStatus(github)
             closers.append(github.aclose)
         if settings.slack.bot_token is not None:
             slack = SlackClient(settings.slack)
-            replies[Channel.SLACK], statuses[Channel.SLACK] = SlackReplies(slack), SlackStatus(slack)
+            slack_replies = SlackReplies(slack)
+            replies[Channel.SLACK], statuses[Channel.SLACK] = slack_replies, SlackStatus(slack)
             closers.append(slack.aclose)
         if settings.linear.api_key is not None:
             linear = LinearClient(settings.linear, transport=linear_transport)
             replies[Channel.LINEAR], statuses[Channel.LINEAR] = LinearReplies(linear), LinearStatus(linear)
             closers.append(linear.aclose)
-        return cls(replies, statuses, closers, github=github, linear=linear)
+        return cls(replies, statuses, closers, github=github, linear=linear, slack=slack_replies)
 
     def configured(self, channel: Channel) -> bool:
         return channel in self._replies
@@ -95,6 +102,14 @@ class Outbound:
     async def reply(self, address: ReplyAddress, text: str, *, effect: str | None = None) -> None:
         """Post ``text`` to the conversation at ``address``, marked with ``effect`` where the channel allows."""
         await self._replies_for(address.channel).reply(address, text, effect=effect)
+
+    async def reply_with_continue(self, address: ReplyAddress, text: str) -> None:
+        """Post ``text`` with the Continue button of a thread paused at a budget where the channel
+        has buttons (Slack); elsewhere the text alone (it says how to continue)."""
+        if address.channel is Channel.SLACK and self._slack is not None:
+            await self._slack.reply_with_button(address, text, CONTINUE_BUTTON)
+            return
+        await self.reply(address, text)
 
     async def reply_once(self, effects: Effects, address: ReplyAddress, text: str) -> None:
         """Post ``text`` at ``address`` once for the current tool call, however often it is replayed."""

@@ -68,7 +68,11 @@ def make_analyzer(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]
         FreshSkills(backend=backend, sources=[SKILLS_ROUTE]),
         *at_the_provider_edge(
             analyzer_middleware(
-                thread_id=inputs.scope.thread_id, limits=inputs.limits, usage=inputs.usage, redactor=inputs.redactor
+                thread_id=inputs.scope.thread_id,
+                limits=inputs.limits,
+                usage=inputs.usage,
+                redactor=inputs.redactor,
+                spend=inputs.spend,
             )
         ),
     ]

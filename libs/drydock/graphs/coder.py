@@ -40,6 +40,7 @@ def make_coder(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]:
         limits=inputs.limits,
         budget=budget,
         usage=inputs.usage,
+        spend=inputs.spend,
         redactor=inputs.redactor,
     )
     breaker = next(m for m in middleware if isinstance(m, SandboxCircuitBreaker))

@@ -14,7 +14,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
 from drydock.middleware import InboxReader, RunLimits, SandboxFailureCounter, SourceNotifier, StatusReporter
-from drydock.middleware.protocols import UsageRecorder
+from drydock.middleware.protocols import SpendGuard, UsageRecorder
 from drydock.redaction import Redactor
 from drydock.sandbox.backend import SandboxBackend
 from drydock.tools.context import ThreadScope
@@ -53,6 +53,8 @@ class AgentInputs:
     """Records each model call's tokens and cost (None: not recorded)."""
     redactor: Redactor | None = None
     """Redacts secrets from what the agent's tools send out (None: nothing redacted)."""
+    spend: SpendGuard | None = None
+    """Checks the run's spend limits before each model call (None: no spend limit)."""
 
 
 GraphFactory = Callable[[RunnableConfig], CompiledStateGraph[Any, Any, Any, Any]]

@@ -42,6 +42,7 @@ def make_reviewer(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]
                 notifier=inputs.notifier,
                 limits=inputs.limits,
                 usage=inputs.usage,
+                spend=inputs.spend,
                 redactor=inputs.redactor,
             )
         ),

@@ -70,6 +70,7 @@ def coder_subagent_middleware(
         breaker=breaker,
         subagent=True,
         usage=inputs.usage,
+        spend=inputs.spend,
         redactor=inputs.redactor,
     )
     *steps, edge = at_the_provider_edge(stack)

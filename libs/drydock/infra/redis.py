@@ -291,6 +291,24 @@ class Keys:
         model (counters in a hash; expires after the retention)."""
         return f"{self.prefix}:usage:{day}:{dimension}:{value}"
 
+    def usage_ranking(self, day: str, dimension: str) -> str:
+        """One day's threads, users, repositories or models ranked by cost in nanodollars (a sorted
+        set; a member with no known price counts 0), for the usage page; expires after the retention."""
+        return f"{self.prefix}:usage:{day}:ranking:{dimension}"
+
+    def active_runs(self) -> str:
+        """The team's runs going on, for its concurrency limit: a sorted set of thread ids scored
+        by the time (ms) each claim lapses unless renewed."""
+        return f"{self.prefix}:budgets:active_runs"
+
+    def budget_pause(self, thread_id: str) -> str:
+        """Why the thread is paused at a budget (JSON), until its owner or an administrator continues it."""
+        return f"{self.prefix}:budgets:{{{thread_id}}}:pause"
+
+    def budget_grant(self, thread_id: str) -> str:
+        """A continuation granted to the thread's next run: one more allowance (JSON)."""
+        return f"{self.prefix}:budgets:{{{thread_id}}}:grant"
+
     def run_usage(self, run_id: str) -> str:
         """One run's usage and cost (counters in a hash; expires after the retention)."""
         return f"{self.prefix}:usage:run:{run_id}"

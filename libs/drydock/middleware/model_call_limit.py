@@ -12,6 +12,11 @@ the count from the budget, so the subagent's calls are written to the agent's ch
 count too. Every call is counted before it is made (and given back if it fails), so parallel
 subagents cannot all take the last call.
 
+It is the limit on spend as well: before each call it asks the run's ``spend`` guard (a
+:class:`~drydock.budgets.SpendCheck`: the run's spend limit and the day budgets); at a limit the
+run ends with a :data:`~drydock.middleware.outcome.StopReason.BUDGET` stop message carrying the
+limit reached, on which the worker pauses the thread and tells its source how to continue.
+
 Each reply's token usage and cost is recorded here too (``usage``, a
 :class:`~drydock.usage.UsageRecorder`), at the same boundary: the step limit bounds spend as well
 as calls, and a subagent's calls are recorded by its own stack's limit on the run's recorder.
@@ -40,8 +45,9 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from drydock.middleware.outcome import StopReason, stop_message
-from drydock.middleware.protocols import UsageRecorder
+from drydock.budgets.reached import Reached
+from drydock.middleware.outcome import BUDGET_KEY, StopReason, stop_message
+from drydock.middleware.protocols import SpendGuard, UsageRecorder
 
 
 @dataclass
@@ -65,11 +71,19 @@ class ModelCallLimit(AgentMiddleware[ModelCallLimitState, Any, Any]):
 
     state_schema = ModelCallLimitState
 
-    def __init__(self, budget: StepBudget | int, *, subagent: bool = False, usage: UsageRecorder | None = None) -> None:
+    def __init__(
+        self,
+        budget: StepBudget | int,
+        *,
+        subagent: bool = False,
+        usage: UsageRecorder | None = None,
+        spend: SpendGuard | None = None,
+    ) -> None:
         super().__init__()
         self.budget = budget if isinstance(budget, StepBudget) else StepBudget(budget)
         self.subagent = subagent
         self.usage = usage
+        self.spend = spend
 
     @property
     def run_limit(self) -> int:
@@ -95,11 +109,11 @@ class ModelCallLimit(AgentMiddleware[ModelCallLimitState, Any, Any]):
                 f"I stopped after {budget.limit} model calls, the step limit of one run, before the work was "
                 "finished. Reply in this conversation and I will continue from here."
             )
-            stop = stop_message(StopReason.STEP_LIMIT, text)
-            if self.subagent:
-                return stop
-            return ExtendedModelResponse(
-                model_response=ModelResponse(result=[stop]), command=Command(update={"model_calls": calls})
+            return self._stop(stop_message(StopReason.STEP_LIMIT, text), calls)
+        reached = await self.spend.reached() if self.spend is not None else None
+        if reached is not None:
+            return self._stop(
+                stop_message(StopReason.BUDGET, budget_stop_text(reached), **{BUDGET_KEY: reached.to_json()}), calls
             )
         budget.spent = calls + 1
         try:
@@ -112,6 +126,18 @@ class ModelCallLimit(AgentMiddleware[ModelCallLimitState, Any, Any]):
         if self.subagent:
             return response
         return ExtendedModelResponse(model_response=response, command=Command(update={"model_calls": budget.spent}))
+
+    def _stop(self, stop: AIMessage, calls: int) -> ModelCallResult[Any]:
+        if self.subagent:
+            return stop
+        return ExtendedModelResponse(
+            model_response=ModelResponse(result=[stop]), command=Command(update={"model_calls": calls})
+        )
+
+
+def budget_stop_text(reached: Reached) -> str:
+    """The stop message at a spend limit (the worker tells the source conversation)."""
+    return f"I stopped at {reached.limit_text}: I {reached.spent_text}."
 
 
 async def _record(usage: UsageRecorder, request: ModelRequest[Any], response: ModelResponse[Any]) -> None:

@@ -16,11 +16,16 @@ STOP_REASON_KEY = "drydock_stop_reason"
 class StopReason(StrEnum):
     STEP_LIMIT = "step_limit"
     SANDBOX_FAILURES = "sandbox_failures"
+    BUDGET = "budget"
+    """A spend limit: the stop message's ``response_metadata`` carries it (:data:`BUDGET_KEY`)."""
 
 
-def stop_message(reason: StopReason, text: str) -> AIMessage:
+BUDGET_KEY = "drydock_budget"
+
+
+def stop_message(reason: StopReason, text: str, **metadata: str) -> AIMessage:
     """The run's last message when middleware stops it for ``reason``."""
-    return AIMessage(content=text, response_metadata={STOP_REASON_KEY: reason.value})
+    return AIMessage(content=text, response_metadata={STOP_REASON_KEY: reason.value, **metadata})
 
 
 def stop_reason(messages: Sequence[BaseMessage]) -> StopReason | None:

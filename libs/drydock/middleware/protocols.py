@@ -9,6 +9,7 @@ from typing import Protocol
 
 from langchain_core.messages import AIMessage
 
+from drydock.budgets import Reached
 from drydock.channels.run_status import RunStatus
 from drydock.threads.inbox import StoredMessage
 
@@ -53,4 +54,10 @@ class InstructionFileReader(Protocol):
 class UsageRecorder(Protocol):
     async def record(self, message: AIMessage, model: str) -> object:
         """Count the token usage and cost ``message`` (a model's reply to a call of ``model``) reports."""
+        ...
+
+
+class SpendGuard(Protocol):
+    async def reached(self) -> Reached | None:
+        """The spend limit the run has reached (None: it may make its next model call)."""
         ...

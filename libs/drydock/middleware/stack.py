@@ -54,6 +54,7 @@ from drydock.middleware.protocols import (
     InstructionFileReader,
     SandboxFailureCounter,
     SourceNotifier,
+    SpendGuard,
     StatusReporter,
     UsageRecorder,
 )
@@ -105,10 +106,16 @@ class RunLimits:
     """Consecutive sandbox failures that trip the circuit breaker."""
 
 
-def _limit(limits: RunLimits, budget: StepBudget | None, subagent: bool, usage: UsageRecorder | None) -> ModelCallLimit:
+def _limit(
+    limits: RunLimits,
+    budget: StepBudget | None,
+    subagent: bool,
+    usage: UsageRecorder | None,
+    spend: SpendGuard | None,
+) -> ModelCallLimit:
     if subagent and budget is None:
         raise ValueError("a subagent's stack needs the budget of the run that starts it")
-    return ModelCallLimit(budget or limits.model_calls, subagent=subagent, usage=usage)
+    return ModelCallLimit(budget or limits.model_calls, subagent=subagent, usage=usage, spend=spend)
 
 
 def coder_middleware(
@@ -127,6 +134,7 @@ def coder_middleware(
     subagent: bool = False,
     usage: UsageRecorder | None = None,
     redactor: Redactor | None = None,
+    spend: SpendGuard | None = None,
 ) -> list[AgentMiddleware[Any, Any, Any]]:
     """The coder's middleware for one run of ``thread_id``, in :data:`CODER_ORDER`.
 
@@ -136,14 +144,15 @@ def coder_middleware(
     given only when it differs from the run's model. ``budget`` is the run's step budget (None:
     one of ``limits.model_calls``); a ``subagent`` stack spends the budget of the run that
     started it and trips its ``breaker`` (the very instance in the run's own stack). ``usage``
-    records each model call's tokens and cost (step 2); ``redactor`` redacts secrets from the
+    records each model call's tokens and cost and ``spend`` checks the spend limits before each
+    (step 2); ``redactor`` redacts secrets from the
     arguments of outbound tools (step 1).
     """
     if subagent and breaker is None:
         raise ValueError("a subagent's stack needs the circuit breaker of the run that starts it")
     stack: list[AgentMiddleware[Any, Any, Any] | None] = [
         SanitizeToolInputs(redactor, thread_id),
-        _limit(limits, budget, subagent, usage),
+        _limit(limits, budget, subagent, usage, spend),
         ToolErrorsAsMessages(thread_id),
         ScopedInstructions(instructions, repository_root),
         InboxInjection(inbox, thread_id),
@@ -166,11 +175,12 @@ def reviewer_middleware(
     limits: RunLimits = RunLimits(),
     usage: UsageRecorder | None = None,
     redactor: Redactor | None = None,
+    spend: SpendGuard | None = None,
 ) -> list[AgentMiddleware[Any, Any, Any]]:
     """The reviewer's leaner middleware for one run of ``thread_id``, in :data:`REVIEWER_ORDER`."""
     return [
         SanitizeToolInputs(redactor, thread_id),
-        ModelCallLimit(limits.model_calls, usage=usage),
+        ModelCallLimit(limits.model_calls, usage=usage, spend=spend),
         ToolErrorsAsMessages(thread_id),
         StatusIndicators(status, thread_id),
         EmptyReplyNudge(max_nudges=limits.empty_replies, role=Role.REVIEWER),
@@ -185,11 +195,12 @@ def analyzer_middleware(
     limits: RunLimits = RunLimits(),
     usage: UsageRecorder | None = None,
     redactor: Redactor | None = None,
+    spend: SpendGuard | None = None,
 ) -> list[AgentMiddleware[Any, Any, Any]]:
     """The analyzer's middleware for one run of ``thread_id``, in :data:`ANALYZER_ORDER`."""
     return [
         SanitizeToolInputs(redactor, thread_id),
-        ModelCallLimit(limits.model_calls, usage=usage),
+        ModelCallLimit(limits.model_calls, usage=usage, spend=spend),
         ToolErrorsAsMessages(thread_id),
         EmptyReplyNudge(max_nudges=limits.empty_replies, role=Role.ANALYZER),
         StripMalformedReasoning(),

@@ -26,6 +26,7 @@ _FINAL = {
     None: RunStatus.FINISHED,
     StopReason.STEP_LIMIT: RunStatus.STEP_LIMIT,
     StopReason.SANDBOX_FAILURES: RunStatus.FAILED,
+    StopReason.BUDGET: RunStatus.STEP_LIMIT,
 }
 
 

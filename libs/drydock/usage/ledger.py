@@ -59,6 +59,8 @@ class UsageScope:
 class UsageTotals:
     """Summed usage; ``cost_usd`` is None when any call had no known price (or there were none)."""
 
+    runs: int = 0
+    """Runs with a model call counted here (a run whose calls span midnight counts on its first day)."""
     calls: int = 0
     input_tokens: int = 0
     cached_input_tokens: int = 0
@@ -78,6 +80,7 @@ class UsageTotals:
             return int(raw.get(name, 0))
 
         return cls(
+            runs=number("runs"),
             calls=number("calls"),
             input_tokens=number("input"),
             cached_input_tokens=number("cached_input"),
@@ -85,6 +88,18 @@ class UsageTotals:
             reasoning_tokens=number("reasoning"),
             priced_cost_usd=number("cost_nanousd") / NANO,
             unpriced_calls=number("unpriced_calls"),
+        )
+
+    def __add__(self, other: UsageTotals) -> UsageTotals:
+        return UsageTotals(
+            runs=self.runs + other.runs,
+            calls=self.calls + other.calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            priced_cost_usd=self.priced_cost_usd + other.priced_cost_usd,
+            unpriced_calls=self.unpriced_calls + other.unpriced_calls,
         )
 
 
@@ -100,10 +115,12 @@ class UsageLedger:
         self._keys = keys
         self._ttl = retention_days * 86_400
 
-    async def add(self, scope: UsageScope, call: CallUsage, *, at: datetime | None = None) -> None:
-        """Count ``call`` for the run and, on its day, for each of the scope's dimensions."""
+    async def add(self, scope: UsageScope, call: CallUsage, *, at: datetime | None = None, first: bool = False) -> None:
+        """Count ``call`` for the run and, on its day, for each of the scope's dimensions; the
+        ``first`` call of a run counts the run too."""
         day = _day(at)
         counters: dict[str, int] = {
+            "runs": int(first),
             "calls": 1,
             "input": call.input_tokens,
             "cached_input": call.cached_input_tokens,
@@ -114,9 +131,16 @@ class UsageLedger:
             counters["unpriced_calls"] = 1
         else:
             counters["cost_nanousd"] = round(call.cost_usd * NANO)
+        values = scope.values(call.model)
         keys = [self._keys.run_usage(scope.run_id)]
-        keys += [self._keys.usage(day, dimension.value, value) for dimension, value in scope.values(call.model).items()]
+        keys += [self._keys.usage(day, dimension.value, value) for dimension, value in values.items()]
         pipe = self._redis.pipeline(transaction=False)
+        for dimension, value in values.items():
+            if dimension is Dimension.TEAM:
+                continue  # the usage page ranks threads, users, repositories and models
+            ranking = self._keys.usage_ranking(day, dimension.value)
+            pipe.zincrby(ranking, counters.get("cost_nanousd", 0), value)
+            pipe.expire(ranking, self._ttl)
         for key in keys:
             for name, amount in counters.items():
                 if amount:
@@ -134,6 +158,41 @@ class UsageLedger:
         day = (on or datetime.now(UTC).date()).isoformat()
         raw = await cast(Any, self._redis.hgetall(self._keys.usage(day, dimension.value, value)))
         return UsageTotals.from_hash(_text(raw))
+
+    async def run_and_days(
+        self, run_id: str | None, wanted: list[tuple[Dimension, str]], on: date | None = None
+    ) -> tuple[UsageTotals, list[UsageTotals]]:
+        """One round trip: the run's usage (empty when ``run_id`` is None) and each of ``wanted``'s
+        on one day (today by default)."""
+        day = (on or datetime.now(UTC).date()).isoformat()
+        pipe = self._redis.pipeline(transaction=False)
+        if run_id is not None:
+            pipe.hgetall(self._keys.run_usage(run_id))
+        for dimension, value in wanted:
+            pipe.hgetall(self._keys.usage(day, dimension.value, value))
+        raws = [UsageTotals.from_hash(_text(raw)) for raw in await pipe.execute()] if run_id or wanted else []
+        if run_id is None:
+            return UsageTotals(), raws
+        return raws[0], raws[1:]
+
+    async def ranking(self, dimension: Dimension, on: date, *, top: int = 10) -> list[tuple[str, UsageTotals]]:
+        """The ``top`` threads, users, teams, repositories or models of one day by known cost, with
+        their totals (one with no known price ranks by its priced part)."""
+        day = on.isoformat()
+        members = await cast(Any, self._redis.zrevrange(self._keys.usage_ranking(day, dimension.value), 0, top - 1))
+        names = [m.decode() if isinstance(m, bytes) else str(m) for m in members]
+        pipe = self._redis.pipeline(transaction=False)
+        for name in names:
+            pipe.hgetall(self._keys.usage(day, dimension.value, name))
+        raws = await pipe.execute() if names else []
+        return [(name, UsageTotals.from_hash(_text(raw))) for name, raw in zip(names, raws, strict=True)]
+
+    async def days(self, dimension: Dimension, value: str, days: list[date]) -> list[UsageTotals]:
+        """The usage of one thread, user, team, repository or model on each of ``days``."""
+        pipe = self._redis.pipeline(transaction=False)
+        for day in days:
+            pipe.hgetall(self._keys.usage(day.isoformat(), dimension.value, value))
+        return [UsageTotals.from_hash(_text(raw)) for raw in await pipe.execute()]
 
 
 def _text(raw: Mapping[Any, Any]) -> dict[str, str]:

@@ -27,6 +27,7 @@ class UsageRecorder:
         self.ledger = ledger
         self.prices = prices
         self.scope = scope
+        self._counted = False
 
     async def record(self, message: AIMessage, model: str) -> CallUsage | None:
         """Count the usage ``message`` reports for a call to ``model``; None when it reports none.
@@ -48,7 +49,8 @@ class UsageRecorder:
         if call.cost_usd is not None:
             metrics.MODEL_COST.labels(**labels).inc(call.cost_usd)
         try:
-            await self.ledger.add(scope, call)
+            await self.ledger.add(scope, call, first=not self._counted)
+            self._counted = True
         except Exception as error:
             log.warning(
                 "usage roll-up not written", thread_id=scope.thread_id, run_id=scope.run_id, error=describe(error)

@@ -20,6 +20,11 @@ failing for good, a repository that cannot be cloned, the sandbox circuit breake
 with a notice in the source conversation and an ``error`` event; they are not retried, since
 retrying cannot fix them.
 Failures of our own infrastructure raise, so the wake is redelivered with backoff.
+
+Budgets (:mod:`drydock.worker.budget_gate`) are passed after the model is resolved and before
+the sandbox: a paused thread, a spent day budget or a full team refuses or defers the run
+before any sandbox exists. A run the step-limit middleware stopped at a spend limit pauses its
+(coder) thread and tells the source how to continue.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import shlex
 import time
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import httpx
@@ -42,7 +47,9 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from nats.js.api import PubAck
 
+from drydock.accounts import UserProfile
 from drydock.accounts.store import AccountsStore
+from drydock.budgets import ActiveRuns, Limits, Reached, SpendCheck
 from drydock.bus import Bus, EventType, RunEvent
 from drydock.bus.envelopes import ReplyAddress
 from drydock.channels.outbound import Outbound
@@ -54,8 +61,9 @@ from drydock.graphs.inputs import AgentInputs, Checkout, GraphFactory
 from drydock.infra.redis import Keys
 from drydock.middleware import EmptyReplies, RunLimits, StopReason, stop_reason
 from drydock.middleware.inbox_injection import inbox_message_id, inbox_message_text
+from drydock.middleware.outcome import BUDGET_KEY
 from drydock.model_catalog import PriceTable
-from drydock.models import ModelChoice, ModelError, Models
+from drydock.models import ModelChoice, ModelError, Models, ResolvedModel
 from drydock.redaction import Redactor
 from drydock.roles import Role
 from drydock.sandbox.backend import SandboxBackend
@@ -63,6 +71,7 @@ from drydock.sandbox.errors import SandboxError
 from drydock.sandbox.lifecycle import SandboxManager
 from drydock.sandbox.snapshots import SnapshotStore
 from drydock.threads import Inbox, Lease
+from drydock.threads.continuation import Continuations
 from drydock.threads.fields import EFFORT, MODEL, OWNER, REPLY_TO, REPOSITORY, STATE
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.threads.states import ThreadState, ThreadStates
@@ -71,6 +80,7 @@ from drydock.tools import build_tools
 from drydock.tools.context import ThreadScope, ToolContext
 from drydock.usage import UsageLedger, UsageRecorder, UsageScope
 from drydock.usage.recorder import METADATA_KEY as USAGE_METADATA_KEY
+from drydock.worker.budget_gate import BudgetGate, RunRefused, paused_notice, stopped_notice
 from drydock.worker.sources import SourceNotices, SourceStatus
 
 log = structlog.get_logger(__name__)
@@ -166,6 +176,14 @@ class AgentRuns:
         self.usage = UsageLedger(parts.redis, parts.keys, retention_days=models.usage_retention_days)
         self.prices = PriceTable.from_settings(parts.settings)
         self.redactor = Redactor.from_settings(parts.settings)
+        self.continuations = Continuations(parts.redis, parts.keys)
+        self.gate = BudgetGate(
+            self.accounts,
+            self.continuations,
+            ActiveRuns(parts.redis, parts.keys),
+            self.stops,
+            admin_logins=parts.settings.dashboard.admin_logins,
+        )
 
     async def __call__(self, thread_id: str, lease: Lease) -> int:
         fields = await self.metadata.get(thread_id)
@@ -190,6 +208,13 @@ class AgentRuns:
         except RunSkipped as skipped:
             bound.info("run skipped", reason=str(skipped))
             await events.emit(EventType.COMPLETED, summary=str(skipped), skipped=True)
+            return await self._cursor_after_unrun(thread_id, config)
+        except RunRefused as refused:
+            bound.info("run refused by a budget", reason=str(refused))
+            if notices is not None:
+                paused = await self.continuations.paused(thread_id) is not None
+                await _best_effort(notices, str(refused), bound, continue_button=paused)
+            await events.emit(EventType.STEP_LIMIT, budget="refused", notice=str(refused))
             return await self._cursor_after_unrun(thread_id, config)
         except RunEnded as ended:
             bound.warning("run ended early", reason=str(ended))
@@ -230,6 +255,55 @@ class AgentRuns:
         except ModelError as error:
             raise RunEnded(f"I can't start: {error}.") from None
         fallback = parts.models.fallback_for(resolved)
+        repository_settings = await self.accounts.repository(scope.repository) if scope.repository else None
+        limits = Limits.of(team.budgets, repository_settings.budgets if repository_settings else None)
+        identity = await self.accounts.identity(scope.user_id) if scope.user_id else None
+        spend = SpendCheck(
+            self.usage,
+            limits,
+            run_id=scope.run_id,
+            user_id=scope.user_id,
+            repository=scope.repository,
+            user_name=identity.login if identity else None,
+        )
+        handle = team.mention_handle or parts.settings.ingress.mention_handle
+        queued = await self.inbox.read_after(scope.thread_id, await self._saved_cursor(config))
+        pauses = scope.role is Role.CODER
+        await self.gate.admit(scope.thread_id, fields, queued, spend, notices, handle=handle, pauses=pauses)
+        async with self.gate.place(scope.thread_id, limits, notices):
+            return await self._claimed(
+                scope,
+                fields,
+                config,
+                events,
+                notices,
+                fence=fence,
+                resolved=resolved,
+                fallback=fallback,
+                profile=profile,
+                limits=limits,
+                spend=spend,
+                handle=handle,
+            )
+
+    async def _claimed(
+        self,
+        scope: ThreadScope,
+        fields: dict[str, str],
+        config: RunnableConfig,
+        events: RunEvents,
+        notices: SourceNotices | None,
+        *,
+        fence: int,
+        resolved: ResolvedModel,
+        fallback: ResolvedModel | None,
+        profile: UserProfile | None,
+        limits: Limits,
+        spend: SpendCheck,
+        handle: str,
+    ) -> int:
+        """The run once the budgets let it start: its sandbox, agent and turn."""
+        parts = self.parts
         backend = await self._sandbox(scope)
         redactor = self.redactor.with_values(parts.sandboxes.secrets(scope.thread_id))
         events.redactor = redactor
@@ -269,7 +343,10 @@ class AgentRuns:
             status=status,
             notifier=notices,
             checkout=checkout,
-            limits=self.limits,
+            limits=replace(self.limits, model_calls=limits.run_model_calls)
+            if limits.run_model_calls is not None
+            else self.limits,
+            spend=spend if limits.spend else None,
             branch_prefix=(profile.branch_prefix if profile and profile.branch_prefix else "drydock/"),
             auto_open_pr=profile.auto_open_pr if profile else True,
             usage=UsageRecorder(
@@ -290,7 +367,23 @@ class AgentRuns:
             EventType.STARTED, model=resolved.id, effort=resolved.effort, sandbox_id=backend.id, fence=fence
         )
         # The thread still counts as running only when its last run died mid-turn.
-        cursor = await self._drive(agent, config, events, status, resume=fields.get(STATE) == ThreadState.RUNNING.value)
+        cursor, stopped_at = await self._drive(
+            agent,
+            config,
+            events,
+            status,
+            resume=fields.get(STATE) == ThreadState.RUNNING.value,
+            model_calls=inputs.limits.model_calls,
+        )
+        if stopped_at is not None:
+            bound = log.bind(thread_id=scope.thread_id, run_id=scope.run_id)
+            if scope.role is not Role.CODER:
+                if notices is not None:
+                    await _best_effort(notices, stopped_notice(stopped_at), bound)
+            else:
+                await self.continuations.pause(scope.thread_id, stopped_at)
+                if notices is not None:
+                    await _best_effort(notices, paused_notice(stopped_at, handle), bound, continue_button=True)
         if checkout is not None and parts.hooks.snapshots:
             await self._snapshot(scope.thread_id, backend, checkout)
         return cursor
@@ -348,7 +441,9 @@ class AgentRuns:
         status: SourceStatus | None,
         *,
         resume: bool,
-    ) -> int:
+        model_calls: int,
+    ) -> tuple[int, Reached | None]:
+        """Run the turn; the inbox cursor after it, and the spend limit it stopped at (if it did)."""
         values, stopped_by = await self._stream(agent, None, config, events) if resume else (None, None)
         if values is None:
             # Nothing to resume (or the interrupted turn had in fact finished): a new turn begins.
@@ -357,20 +452,31 @@ class AgentRuns:
                 turn = await self._opening_turn(config)
                 if not turn["messages"]:
                     await events.emit(EventType.COMPLETED, summary="", skipped=True)
-                    return int(turn["inbox_cursor"])
+                    return int(turn["inbox_cursor"]), None
             values, stopped_by = await self._stream(agent, turn, config, events)
         if values is None:
             values = (await agent.aget_state(config)).values
         if stopped_by is not None:
-            return await self._stopped(config, events, status, stopped_by)
-        reason = stop_reason(values.get("messages", []))
+            return await self._stopped(config, events, status, stopped_by), None
+        messages = values.get("messages", [])
+        reason = stop_reason(messages)
+        reached: Reached | None = None
         if reason is StopReason.STEP_LIMIT:
-            await events.emit(EventType.STEP_LIMIT, model_calls=self.limits.model_calls)
+            await events.emit(EventType.STEP_LIMIT, model_calls=model_calls)
+        elif reason is StopReason.BUDGET:
+            reached = Reached.from_json(messages[-1].response_metadata[BUDGET_KEY])
+            await events.emit(
+                EventType.STEP_LIMIT,
+                budget=reached.kind.value,
+                limit_usd=reached.limit_usd,
+                spent_usd=reached.spent_usd,
+                unpriced_calls=reached.unpriced_calls,
+            )
         elif reason is StopReason.SANDBOX_FAILURES:
             await events.emit(EventType.ERROR, error="the sandbox circuit breaker stopped the run")
         else:
-            await events.emit(EventType.COMPLETED, summary=_last_text(values.get("messages", [])))
-        return int(values.get("inbox_cursor", 0))
+            await events.emit(EventType.COMPLETED, summary=_last_text(messages))
+        return int(values.get("inbox_cursor", 0)), reached
 
     async def _stopped(self, config: RunnableConfig, events: RunEvents, status: SourceStatus | None, by: str) -> int:
         """End a stopped run: its event, the source's indicator, and a cursor past everything
@@ -592,8 +698,8 @@ def _failure_text(error: Exception) -> str:
     return str(error)
 
 
-async def _best_effort(notices: SourceNotices, text: str, bound: Any) -> None:
+async def _best_effort(notices: SourceNotices, text: str, bound: Any, *, continue_button: bool = False) -> None:
     try:
-        await notices.notify(text)
+        await notices.notify(text, continue_button=continue_button)
     except Exception as error:
         bound.warning("notice to the source failed", error=repr(error))

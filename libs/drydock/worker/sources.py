@@ -42,7 +42,12 @@ class SourceNotices:
         self.redactor = redactor
         """Set once the run knows its sandbox's secrets; notices quote command output (a failed clone)."""
 
-    async def notify(self, text: str) -> None:
+    async def notify(self, text: str, *, continue_button: bool = False) -> None:
+        """Post ``text``; with ``continue_button``, a Continue button under it where the channel
+        has buttons (Slack), for a thread paused at a budget."""
         if self.redactor is not None:
             text = self.redactor.redact(text, where="notice")
+        if continue_button:
+            await self._outbound.reply_with_continue(self._address, text)
+            return
         await self._outbound.reply(self._address, text)

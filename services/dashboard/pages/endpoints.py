@@ -6,12 +6,14 @@ Each area's pages are a module here: threads, settings, review styles, dead lett
 from fastapi import APIRouter, Response
 from fastapi.responses import FileResponse, RedirectResponse
 
+from services.dashboard.budgets import pages as budget_pages
 from services.dashboard.context import Dashboard
 from services.dashboard.errors import NotFound
 from services.dashboard.pages import dead_letter_pages, review_style_pages, settings_pages, thread_pages
 from services.dashboard.pages.common import PageKit
 from services.dashboard.pages.rendering import STATIC, STATIC_TYPES, Pages
 from services.dashboard.threads.service import Threads
+from services.dashboard.usage import pages as usage_pages
 
 
 def router(dashboard: Dashboard, pages: Pages, threads: Threads) -> APIRouter:
@@ -33,4 +35,6 @@ def router(dashboard: Dashboard, pages: Pages, threads: Threads) -> APIRouter:
     settings_pages.routes(site, kit)
     review_style_pages.routes(site, kit)
     dead_letter_pages.routes(site, kit)
+    budget_pages.routes(site, kit, threads)
+    usage_pages.routes(site, kit)
     return site

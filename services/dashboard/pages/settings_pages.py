@@ -7,6 +7,7 @@ from fastapi import APIRouter, Request, Response
 from drydock.accounts import Provider
 from drydock.roles import Role
 from services.dashboard.auth.guard import Principal
+from services.dashboard.budgets.schemas import RepositoryBudgetsIO, TeamBudgetsIO
 from services.dashboard.errors import Invalid
 from services.dashboard.pages.common import EFFORTS, PageKit, back, field_errors
 from services.dashboard.pages.forms import read_form
@@ -120,6 +121,9 @@ def routes(site: APIRouter, kit: PageKit) -> None:
                     role: RoleModelIO(model=form.optional(f"{role}_model"), effort=form.optional(f"{role}_effort"))
                     for role in Role
                 },
+                budgets=TeamBudgetsIO.model_validate(
+                    {name: form.optional(f"budget_{name}") for name in TeamBudgetsIO.model_fields}
+                ),
             )  # fmt: skip
             await team.save(change)
         except Invalid as invalid:
@@ -143,7 +147,12 @@ def routes(site: APIRouter, kit: PageKit) -> None:
             await repositories.disable(owner, name)
             return back("/repositories", f"{owner}/{name} disabled.")
         change = RepositoryIn(
-            coder=form.checked("coder"), reviewer=form.checked("reviewer"), autofix=form.checked("autofix")
+            coder=form.checked("coder"),
+            reviewer=form.checked("reviewer"),
+            autofix=form.checked("autofix"),
+            budgets=RepositoryBudgetsIO.model_validate(
+                {name: form.optional(f"budget_{name}") for name in RepositoryBudgetsIO.model_fields}
+            ),
         )
         saved = await repositories.enable(owner, name, change)
         return back("/repositories", f"{saved.full_name} saved.")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from services.dashboard.budgets.schemas import RepositoryBudgetsIO
+
 
 class RepositoryOut(BaseModel):
     full_name: str
@@ -13,6 +15,7 @@ class RepositoryOut(BaseModel):
     coder: bool
     reviewer: bool
     autofix: bool
+    budgets: RepositoryBudgetsIO = Field(default_factory=RepositoryBudgetsIO)
 
 
 class RepositoriesOut(BaseModel):
@@ -31,3 +34,6 @@ class RepositoryIn(BaseModel):
     coder: bool = True
     reviewer: bool = False
     autofix: bool = False
+    budgets: RepositoryBudgetsIO = Field(
+        default_factory=RepositoryBudgetsIO, description="Overrides of the team's limits (empty: the team's)."
+    )

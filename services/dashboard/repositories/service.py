@@ -4,6 +4,7 @@ the coder, the reviewer and autofix work there. Administrators only."""
 from __future__ import annotations
 
 from drydock.accounts import RepositorySettings, repository_name
+from services.dashboard.budgets.schemas import RepositoryBudgetsIO
 from services.dashboard.context import Dashboard
 from services.dashboard.errors import DashboardError, Invalid, NotFound
 from services.dashboard.repositories.schemas import RepositoriesOut, RepositoryIn, RepositoryOut
@@ -55,7 +56,11 @@ class Repositories:
                 raise Invalid.field(("path", "name"), f"the GitHub App is not installed on {repository}")
             repository, installed, private = repo.full_name, True, repo.private
         settings = RepositorySettings(
-            full_name=repository, coder=change.coder, reviewer=change.reviewer, autofix=change.autofix
+            full_name=repository,
+            coder=change.coder,
+            reviewer=change.reviewer,
+            autofix=change.autofix,
+            budgets=change.budgets.record(),
         )
         await self._accounts.save_repository(settings)
         return _row(repository, settings, installed=installed, private=private)
@@ -77,4 +82,5 @@ def _row(
         coder=settings.coder if settings else False,
         reviewer=settings.reviewer if settings else False,
         autofix=settings.autofix if settings else False,
+        budgets=RepositoryBudgetsIO.of(settings.budgets) if settings else RepositoryBudgetsIO(),
     )

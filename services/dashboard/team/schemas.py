@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from drydock.roles import Role
+from services.dashboard.budgets.schemas import TeamBudgetsIO
 
 
 class RoleModelIO(BaseModel):
@@ -25,3 +26,4 @@ class TeamIO(BaseModel):
     )
     mention_handle: str | None = Field(default=None, max_length=100, description="e.g. @drydock")
     models: dict[Role, RoleModelIO] = Field(default_factory=dict, description="Default model and effort per role.")
+    budgets: TeamBudgetsIO = Field(default_factory=TeamBudgetsIO, description="Spend, call and concurrency limits.")

@@ -1,5 +1,5 @@
 """Team defaults: the default model and effort per role, the allowed GitHub organizations, the
-mention handle and the default repository. Everyone signed in may read them; administrators
+mention handle, the default repository and the budgets. Everyone signed in may read them; administrators
 change them."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from drydock.accounts import RoleModel, TeamDefaults
 from drydock.roles import Role
+from services.dashboard.budgets.schemas import TeamBudgetsIO
 from services.dashboard.choices import blank_to_none, model_errors
 from services.dashboard.context import Dashboard
 from services.dashboard.errors import FieldError, Invalid
@@ -22,6 +23,7 @@ def _out(team: TeamDefaults) -> TeamIO:
         models={
             Role(role): RoleModelIO(model=choice.model, effort=choice.effort) for role, choice in team.models.items()
         },
+        budgets=TeamBudgetsIO.of(team.budgets),
     )
 
 
@@ -48,6 +50,7 @@ class Team:
                 allowed_organizations=tuple(org.strip() for org in change.allowed_organizations if org.strip()),
                 mention_handle=blank_to_none(change.mention_handle),
                 models=models,
+                budgets=change.budgets.record(),
             )
         except ValidationError as error:
             raise Invalid([*errors, *Invalid.from_validation(error).errors]) from None

@@ -70,6 +70,9 @@ class ThreadDetail(ThreadSummary):
     sandbox: SandboxOut
     changed_files: list[str] = Field(description="Files the agent wrote or edited, from its tool calls.")
     stop_requested: bool
+    budget_pause: str | None = Field(
+        default=None, description="The budget the thread is paused at (its owner or an administrator continues it)."
+    )
 
 
 class ThreadCreate(BaseModel):

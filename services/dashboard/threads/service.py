@@ -22,6 +22,7 @@ from drydock.bus.envelopes import Author, Channel, InboxMessage, ReplyAddress, T
 from drydock.roles import Role
 from drydock.sandbox.sentinel import PREFIX as CREATING
 from drydock.threads import Inbox, ids
+from drydock.threads.continuation import Continuations
 from drydock.threads.fields import (
     CHANNEL,
     CREATED_AT,
@@ -247,7 +248,12 @@ class Threads:
             sandbox=await self._sandbox(fields.get(SANDBOX_ID) or ""),
             changed_files=changed_files(events),
             stop_requested=await self._d.stops.pending(thread_id),
+            budget_pause=await self._budget_pause(thread_id),
         )
+
+    async def _budget_pause(self, thread_id: str) -> str | None:
+        paused = await Continuations(self._d.runtime.redis, self._d.runtime.keys).paused(thread_id)
+        return f"Paused at {paused.limit_text}: {paused.spent_text}." if paused is not None else None
 
     async def _sandbox(self, sandbox_id: str) -> SandboxOut:
         if not sandbox_id:

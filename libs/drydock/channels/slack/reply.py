@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from drydock.bus.envelopes import InboxMessage, ReplyAddress
 from drydock.channels.slack.client import SlackClient
+
+
+@dataclass(frozen=True)
+class Button:
+    """A button under a message; its press comes back as a ``block_actions`` interaction."""
+
+    action_id: str
+    text: str
+    value: str
 
 
 class SlackReplies:
@@ -13,6 +25,26 @@ class SlackReplies:
     async def reply(self, address: ReplyAddress, text: str, *, effect: str | None = None) -> None:
         where = address.address
         await self._client.post_in_thread(where["channel"], where["thread_ts"], text, effect=effect)
+
+    async def reply_with_button(self, address: ReplyAddress, text: str, button: Button) -> None:
+        """Post ``text`` in the thread with ``button`` under it (Block Kit: a section, an actions block)."""
+        where = address.address
+        blocks: list[dict[str, Any]] = [
+            {"type": "section", "text": {"type": "mrkdwn", "text": text}},
+            {
+                "type": "actions",
+                "elements": [
+                    {
+                        "type": "button",
+                        "action_id": button.action_id,
+                        "text": {"type": "plain_text", "text": button.text},
+                        "value": button.value,
+                        "style": "primary",
+                    }
+                ],
+            },
+        ]
+        await self._client.post_in_thread(where["channel"], where["thread_ts"], text, blocks=blocks)
 
     async def find_reply(self, address: ReplyAddress, effect: str) -> bool:
         """Whether the thread holds a reply posted as ``effect`` (found by its message metadata)."""
