@@ -144,7 +144,8 @@ class TestThreadPages:
         assert "<p>Tests <em>fail</em>.</p>" in timeline
         assert 'id="working" class="working" role="status" hidden' in page
         sections = (await ada.get(f"/threads/{thread_id}/sections")).json()
-        assert set(sections) == {"timeline", "changes", "files", "pulls", "state"}
+        assert set(sections) == {"timeline", "changes", "files", "pulls", "state", "last_seq"}
+        assert sections["last_seq"] == max(int(seq) for seq in re.findall(r'data-seq="(\d+)"', page))
         assert 'id="run-second"' in sections["timeline"]
         assert sections["state"] == "idle"
         assert (await ada.get(f"/threads/{uuid.uuid4()}/sections")).status_code == 404

@@ -135,7 +135,11 @@ def routes(site: APIRouter, kit: PageKit, threads: Threads) -> None:
         principal = await kit.signed_in(request)
         context = await conversation(await threads.detail(principal, thread_id))
         parts = {name: pages.fragment(template, **context) for name, template in SECTIONS.items()}
-        return JSONResponse(parts | {"state": context["thread"].state}, headers={"Cache-Control": "no-store"})
+        detail: ThreadDetail = context["thread"]
+        last_seq = detail.events[-1].seq if detail.events else 0
+        return JSONResponse(
+            parts | {"state": detail.state, "last_seq": last_seq}, headers={"Cache-Control": "no-store"}
+        )
 
     @site.get("/threads/{thread_id}/live")
     async def thread_live(request: Request, thread_id: str, after: int = 0) -> Response:

@@ -11,6 +11,7 @@
   var ended = { idle: true, failed: true, stopped: true };
   var source = new EventSource(timeline.getAttribute("data-thread-live"));
   var sectionsUrl = timeline.getAttribute("data-sections");
+  var recent = [];
   var places = {
     timeline: "timeline", changes: "changes", files: "changed-files", pulls: "pull-requests-section"
   };
@@ -51,11 +52,16 @@
       .then(function (response) { return response.ok ? response.json() : null; })
       .then(function (parts) {
         if (!parts) { return; }
+        // The steps were announced as they came: the redrawn timeline must not be read again.
+        timeline.setAttribute("aria-live", "off");
         Object.keys(places).forEach(function (name) {
           var element = document.getElementById(places[name]);
           if (element && typeof parts[name] === "string") { element.innerHTML = parts[name]; }
         });
+        window.setTimeout(function () { timeline.setAttribute("aria-live", "polite"); }, 1000);
         showState(parts.state);
+        // Events that arrived while the server drew the parts are not in them.
+        recent.forEach(function (item) { if (item.seq > parts.last_seq) { apply(item); } });
       })
       .catch(function () { /* the live steps stay; a reload shows the rest */ });
   }
@@ -64,6 +70,13 @@
   source.onerror = function () { if (status) { status.textContent = "(reconnecting…)"; } };
   source.addEventListener("run", function (message) {
     var item = JSON.parse(message.data);
+    recent.push(item);
+    if (recent.length > 100) { recent.shift(); }
+    apply(item);
+    if (item.ended || item.type === "message_posted") { refresh(); }
+  });
+
+  function apply(item) {
     if (timeline.querySelector('[data-seq="' + item.seq + '"]')) { return; }
     var run = runOf(item);
     if (item.type !== "started" && item.html && run) {
@@ -92,6 +105,5 @@
       if (sandboxStatus) { sandboxStatus.textContent = "ready"; }
       if (sandboxId) { sandboxId.textContent = item.sandbox; }
     }
-    if (item.ended || item.type === "message_posted") { refresh(); }
-  });
+  }
 })();
