@@ -18,12 +18,15 @@ class TestMarkdown:
         assert "<img" not in html
         assert "&lt;script&gt;" in html
 
-    def test_links_keep_only_safe_schemes_and_images_are_dropped(self) -> None:
-        html = markdown("[a](javascript:alert(1)) [b](https://example.com/x) ![c](https://example.com/c.png)")
-        assert "javascript:" not in html.replace("[a](javascript:alert(1))", "")
+    def test_links_keep_only_safe_schemes_and_an_image_is_a_link(self) -> None:
+        html = markdown(
+            "[a](javascript:alert(1)) [b](https://example.com/x) ![the <chart>](https://example.com/c.png) "
+            "![x](javascript:alert(2))"
+        )
         assert 'href="javascript' not in html
         assert '<a href="https://example.com/x" rel="noopener noreferrer nofollow">b</a>' in html
-        assert "c.png" not in html
+        assert '<a href="https://example.com/c.png" rel="noopener noreferrer nofollow">the &lt;chart&gt;</a>' in html
+        assert "<img" not in html
 
     def test_nothing_is_empty(self) -> None:
         assert markdown(None) == ""

@@ -12,6 +12,8 @@ import pytest
 from drydock.accounts import LinkCodes, Outcome, Provider
 from drydock.bus import EventType
 from drydock.review.guidelines import Guideline, GuidelinesStore, Provenance
+from drydock.usage.calls import CallUsage
+from drydock.usage.ledger import UsageLedger, UsageScope
 from tests.dashboard.conftest import Site
 
 
@@ -117,6 +119,22 @@ class TestThreadPages:
         assert "(2.5 s in the model)" in priced
         assert "cost unknown" in unpriced
         assert "$0.0000" not in page
+
+    async def test_a_runs_usage_is_the_ledgers_when_it_has_the_run(self, site: Site) -> None:
+        thread_id = await site.thread(str(uuid.uuid4()), owner="dev-ada")
+        ledger = UsageLedger(site.runtime.redis, site.runtime.keys)
+        scope = UsageScope(run_id="run-1", thread_id=thread_id, role="coder")
+        for _ in range(3):  # the run's subagent calls too, which have no events of their own
+            await ledger.add(scope, CallUsage("gpt-5.1", 1000, 0, 100, 0, 0.002))
+        await site.emit(thread_id, EventType.STARTED, model="gpt-5.1")
+        await site.emit(thread_id, EventType.MODEL_CALL, text="", tool_calls=[], input_tokens=1000, output_tokens=100,
+                        cost_usd=0.002, seconds=0.5)  # fmt: skip
+        await site.emit(thread_id, EventType.COMPLETED, summary="done")
+        page = (await (await site.sign_in("ada")).get(f"/threads/{thread_id}")).text
+        [line] = re.findall(r'<p class="run-usage">(.*?)</p>', page, re.S)
+        assert re.sub(r"</?span>", "", " ".join(line.split())).startswith(
+            "3 model calls 3,000 tokens in 300 out cost $0.0060 "
+        )
 
     async def test_a_conversation_with_a_follow_up_and_its_run(self, site: Site) -> None:
         await site.enable()

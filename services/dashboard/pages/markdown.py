@@ -1,12 +1,18 @@
 """Markdown the agent and people write (messages, replies, pull request bodies) as safe HTML:
 markdown-it-py renders CommonMark with raw HTML switched off (it is shown as text), and nh3
 (the Ammonia sanitizer) keeps only a list of harmless tags and attributes and http(s)/mailto
-links. Images are dropped: a page must not load anything from elsewhere."""
+links. An image becomes a link to it: a page must not load anything from elsewhere."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import nh3
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
+from markdown_it.renderer import RendererProtocol
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
 from markupsafe import Markup
 
 TAGS = frozenset(
@@ -20,6 +26,18 @@ ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}, "th": {"align"}, "td": {"
 SCHEMES = frozenset({"http", "https", "mailto"})
 
 _renderer = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+
+
+def _image_as_link(
+    renderer: RendererProtocol, tokens: Sequence[Token], index: int, options: OptionsDict, env: EnvType
+) -> str:
+    """An image becomes a link to it, named by its description, so that nothing is loaded."""
+    token = tokens[index]
+    alt = escapeHtml(token.content or "image")
+    return f'<a href="{escapeHtml(str(token.attrGet("src") or ""))}">{alt}</a>'
+
+
+_renderer.add_render_rule("image", _image_as_link)
 
 
 def markdown(text: str | None) -> Markup:

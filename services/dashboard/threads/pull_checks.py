@@ -5,6 +5,8 @@ read; a failed read is shown as such on the page, never as an error of the page.
 
 from __future__ import annotations
 
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +20,8 @@ from drydock.errors import describe
 from services.dashboard.threads.schemas import CheckOut
 
 PER_PAGE = 100
+CACHE_SECONDS = 15.0
+CACHE_SIZE = 1024
 
 
 def outcome(run: dict[str, Any]) -> str:
@@ -42,6 +46,8 @@ class PullChecks:
         self._client: GithubClient | None = None
         self._api_url = github.api_url.rstrip("/")
         self._http = http
+        # Every viewer of a thread redraws it when a run ends: one read serves them all.
+        self._cache: OrderedDict[tuple[str, int], tuple[float, PullStatus]] = OrderedDict()
 
     @property
     def configured(self) -> bool:
@@ -71,8 +77,21 @@ class PullChecks:
         return response.json()
 
     async def of(self, repository: str, number: int) -> PullStatus:
-        """The pull request's state and the latest run of each check on its head, by name;
-        :class:`OutboundFailed` when GitHub does not tell."""
+        """The pull request's state and the latest run of each check on its head, by name (as
+        read at most :data:`CACHE_SECONDS` ago); :class:`OutboundFailed` when GitHub does not tell."""
+        key = (repository.lower(), number)
+        cached = self._cache.get(key)
+        now = time.monotonic()
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        status = await self._read(repository, number)
+        self._cache[key] = (now + CACHE_SECONDS, status)
+        self._cache.move_to_end(key)
+        while len(self._cache) > CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return status
+
+    async def _read(self, repository: str, number: int) -> PullStatus:
         pull = await self._get(repository, f"/repos/{repository}/pulls/{number}")
         head = str((pull.get("head") or {}).get("sha") or "")
         state = "merged" if pull.get("merged_at") else str(pull.get("state") or "open")
