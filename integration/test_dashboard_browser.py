@@ -13,8 +13,10 @@ from playwright.async_api import Browser, Page, expect
 
 from integration.browser import chromium, screenshot
 from tests.e2e.pipeline import REPOSITORY, Stage, pipeline
-from tests.e2e.test_github_issue import FIX
+from tests.e2e.test_github_issue import BRANCH, FIX
+from tests.fakes.github.history import history_of
 from tests.fakes.github.identity import identity_of
+from tests.fakes.github.pulls import branch_sha
 from tests.fakes.openai_server import Script
 
 TIMEOUT_MS = 60_000
@@ -121,9 +123,13 @@ class TestTheThreadPage:
             .reply("The repository has `calc.py` and its tests.\n\n- **add()** looks wrong", latency=0.5)
             .tool_call("execute", command=FIX, latency=1.5)
             .tool_call("write_file", file_path="/workspace/widgets/NOTES.md", content="add() fixed\n", latency=0.5)
-            .reply("Fixed **add()** and pushed the branch; notes are in `NOTES.md`.", latency=0.5)
+            .tool_call("open_pull_request", title="Fix add()", body="Fixes **add()**.", head=BRANCH, latency=0.5)
+            .reply("Fixed **add()** and opened a pull request; notes are in `NOTES.md`.", latency=0.5)
         )
         async with pipeline(tmp_path, script, dashboard=True) as stage:
+            history = history_of(stage.github.state)
+            history.add_check_run(REPOSITORY, "tests", branch_sha(REPOSITORY, BRANCH), "success")
+            history.add_check_run(REPOSITORY, "lint", branch_sha(REPOSITORY, BRANCH), None)
             page = await new_page(browser)
             await dev_sign_in(page, stage, "ada", admin=True)
             await page.get_by_role("link", name="New thread").click()
@@ -154,11 +160,15 @@ class TestTheThreadPage:
             await expect(follow_up.locator("code")).to_have_text("add()")
             await expect(second.locator(".command")).to_contain_text("sed -i 's/a - b/a + b/' calc.py")
             await expect(second.locator(".exit").first).to_have_text("exit code 0")
-            await expect(second.locator(".run-usage")).to_contain_text("3 model calls")
+            await expect(second.locator(".run-usage")).to_contain_text("4 model calls")
             await expect(second.locator(".run-usage")).to_contain_text("tokens in")
             await expect(second.locator(".run-usage")).to_contain_text(" s")
             await expect(second.locator(".event-completed strong")).to_have_text("add()")
             assert await timeline.locator(".run").count() == 2
+            await expect(second.locator(".step-tool dd .md strong")).to_have_text("add()")
+            pulls = page.locator("#pull-requests")
+            await expect(pulls.locator(".state")).to_have_text("open")
+            await expect(pulls.locator(".checks li")).to_have_text(["in_progress lint", "success tests"])
             await page.locator("#changed-files").get_by_role("link", name="calc.py").click()
             await page.locator("#changes details", has_text="calc.py").locator("summary").click()
             await screenshot(page, "10-thread-conversation")

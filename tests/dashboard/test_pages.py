@@ -12,6 +12,7 @@ import pytest
 from drydock.accounts import LinkCodes, Outcome, Provider
 from drydock.bus import EventType
 from drydock.review.guidelines import Guideline, GuidelinesStore, Provenance
+from drydock.threads.states import ThreadState, ThreadStates
 from drydock.usage.calls import CallUsage
 from drydock.usage.ledger import UsageLedger, UsageScope
 from tests.dashboard.conftest import Site
@@ -96,6 +97,10 @@ class TestThreadPages:
         assert f'action="/threads/{thread_id}/stop" hidden' not in page.text
         sent = await ada.form(f"/threads/{thread_id}/messages", {"text": "Also sub()"})
         assert (sent.status_code, sent.headers["location"]) == (303, f"/threads/{thread_id}?notice=Message%20sent.")
+        await site.emit(thread_id, EventType.COMPLETED, summary="")
+        await ThreadStates(site.runtime.redis, site.runtime.keys).set(thread_id, ThreadState.QUEUED)
+        queued = (await ada.get(f"/threads/{thread_id}")).text
+        assert '<p id="working" class="working" role="status">Waiting for the agent to start…</p>' in queued
         stopped = await ada.form(f"/threads/{thread_id}/stop", {})
         assert stopped.status_code == 303
         assert "A stop is requested." in (await ada.get(f"/threads/{thread_id}")).text

@@ -33,6 +33,9 @@ SECTIONS = {
 ``#changed-files``, ``#pull-requests-section``."""
 
 
+QUEUED = "Waiting for the agent to start…"
+
+
 def working(event: EventOut) -> str | None:
     """What the working indicator says after ``event`` of a run: None once the run ended."""
     if event.type in END_TYPES:
@@ -115,7 +118,9 @@ def routes(site: APIRouter, kit: PageKit, threads: Threads) -> None:
             "timeline": entries,
             "diffs": file_diffs(detail.changes) if detail.changes else [],
             "changes": detail.changes,
-            "working": working(runs[-1].events[-1]) if runs and runs[-1].end is None else None,
+            "working": working(runs[-1].events[-1])
+            if runs and runs[-1].end is None
+            else (QUEUED if detail.state == ThreadState.QUEUED else None),
         }
 
     @site.get("/threads/{thread_id}")
