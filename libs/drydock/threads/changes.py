@@ -4,7 +4,9 @@ dashboard (one record per thread, the latest).
 
 The agent changes files in many ways (``write_file``, ``edit_file``, ``sed`` through ``execute``,
 a ``git apply``), so the tool calls do not tell which files changed; git does. The diff is taken
-through a throwaway index, so the agent's own index (what it staged) is left as it was.
+through a throwaway copy of the index, so the agent's own index (what it staged) is left as it
+was; the only trace is the blobs of new and changed files in the object store, unreferenced
+until the agent commits them (``git gc`` collects them otherwise).
 """
 
 from __future__ import annotations
@@ -71,8 +73,10 @@ def diff_script(path: str, default_branch: str | None) -> str:
             f"cd {where}",
             f"base=$(git merge-base HEAD {upstream} 2>/dev/null || git rev-parse HEAD)",
             "index=$(mktemp); trap 'rm -f \"$index\"' EXIT",
+            # A copy of the agent's index keeps git's file stat cache: only changed files are read.
+            "real=$(git rev-parse --git-path index)",
+            'if [ -f "$real" ]; then cp "$real" "$index"; else GIT_INDEX_FILE="$index" git read-tree HEAD; fi',
             'export GIT_INDEX_FILE="$index"',
-            "git read-tree HEAD",
             "git add -A . >/dev/null 2>&1",
             f'echo "{_MARK} base $base"',
             f'echo "{_MARK} status"',
