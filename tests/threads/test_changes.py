@@ -9,7 +9,7 @@ from pathlib import Path
 from redis.asyncio import Redis
 
 from drydock.infra.redis import Keys
-from drydock.threads.changes import PATCH_LIMIT, ThreadChanges, diff_script, parse
+from drydock.threads.changes import KEEP, PATCH_LIMIT, ThreadChanges, diff_script, parse
 from tests.fakes.git_server import git, isolated_git_env
 
 
@@ -98,3 +98,4 @@ class TestThreadChanges:
         assert await store.get("t-1") is None
         await store.save("t-1", changes)
         assert await store.get("t-1") == changes
+        assert 0 < await redis.ttl(keys.thread_changes("t-1")) <= KEEP.total_seconds()

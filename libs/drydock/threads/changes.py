@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import cast
 
 from redis.asyncio import Redis
@@ -24,6 +24,8 @@ from drydock.infra.redis import Keys
 PATCH_LIMIT = 200_000
 """Bytes of the diff kept at most; the file list is always whole."""
 FILES_LIMIT = 1000
+KEEP = timedelta(days=30)
+"""How long a thread's changes are kept after its last run: the store stays bounded."""
 _MARK = "@@drydock-changes"
 
 
@@ -145,7 +147,7 @@ class ThreadChanges:
         self._keys = keys
 
     async def save(self, thread_id: str, changes: Changes) -> None:
-        await self._redis.set(self._keys.thread_changes(thread_id), changes.to_json())
+        await self._redis.set(self._keys.thread_changes(thread_id), changes.to_json(), ex=KEEP)
 
     async def get(self, thread_id: str) -> Changes | None:
         raw = cast(str | None, await self._redis.get(self._keys.thread_changes(thread_id)))
