@@ -139,9 +139,9 @@ class Site:
         )
         return thread_id
 
-    async def emit(self, thread_id: str, type: EventType, **data: Any) -> None:
+    async def emit(self, thread_id: str, type: EventType, *, run_id: str = "run-1", **data: Any) -> None:
         """A run event as the worker publishes it (and the state it sets)."""
-        event = RunEvent(thread_id=thread_id, run_id="run-1", type=type, data=data)
+        event = RunEvent(thread_id=thread_id, run_id=run_id, type=type, data=data)
         await self.runtime.bus.emit(event)
         await ThreadStates(self.runtime.redis, self.runtime.keys).observe(event)
 

@@ -79,8 +79,23 @@ class TestStream:
         await site.emit(thread_id, EventType.MESSAGE_POSTED, channel="github", target="acme/widgets#3", url=url)
         [posted] = await events(bob, f"/threads/{thread_id}/live", 1)
         assert posted["event"] == "run"
-        assert posted["data"]["pull_request"] == url
+        assert (posted["data"]["type"], posted["data"]["run"]) == ("message_posted", "run-1")
         assert f'<a href="{url}">' in posted["data"]["html"]
+
+    async def test_a_run_block_then_steps_and_what_the_working_indicator_says(self, site: Site, served: str) -> None:
+        bob, thread_id = await viewer(site, served)
+        await site.emit(thread_id, EventType.STARTED, model="gpt-5.1", sandbox_id="sbx-1")
+        await site.emit(thread_id, EventType.MODEL_CALL, text="", tool_calls=["execute"])
+        await site.emit(thread_id, EventType.TOOL_CALL, name="execute", status="success", arguments='{"command": "ls"}',
+                        output="calc.py", exit_code=0)  # fmt: skip
+        await site.emit(thread_id, EventType.COMPLETED, summary="Listed.")
+        items = [item["data"] for item in await events(bob, f"/threads/{thread_id}/live", 4)]
+        assert [item["type"] for item in items] == ["started", "model_call", "tool_call", "completed"]
+        assert 'data-run="run-1"' in items[0]["html"]
+        assert items[1]["html"] == ""
+        assert '<code class="command">$ ls</code>' in items[2]["html"]
+        assert [item["working"] for item in items] == ["Thinking…", "Running execute…", "Thinking…", None]
+        assert [item["ended"] for item in items] == [False, False, False, True]
 
     async def test_fragments_are_escaped(self, site: Site, served: str) -> None:
         bob, thread_id = await viewer(site, served)

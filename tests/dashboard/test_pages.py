@@ -3,6 +3,7 @@ forms post with their CSRF token and redirect, or re-render with the field error
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 
@@ -11,6 +12,9 @@ import pytest
 from drydock.accounts import LinkCodes, Outcome, Provider
 from drydock.bus import EventType
 from drydock.review.guidelines import Guideline, GuidelinesStore, Provenance
+from drydock.threads.states import ThreadState, ThreadStates
+from drydock.usage.calls import CallUsage
+from drydock.usage.ledger import UsageLedger, UsageScope
 from tests.dashboard.conftest import Site
 
 
@@ -52,6 +56,7 @@ class TestRendering:
         assert script.status_code == 200
         assert script.headers["content-type"].startswith("text/javascript")
         assert (await client.get("/static/dashboard.css")).status_code == 200
+        assert (await client.get("/static/thread.css")).status_code == 200
         assert (await client.get("/static/missing.js")).status_code == 404
         assert (await client.get("/static/..%2Fendpoints.py")).status_code == 404
 
@@ -85,26 +90,89 @@ class TestThreadPages:
         ada = await site.sign_in("ada")
         page = await ada.get(f"/threads/{thread_id}")
         assert page.status_code == 200
-        assert "Looking &lt;b&gt;now&lt;/b&gt;" in page.text
-        assert 'data-live="/threads/' in page.text
+        assert "<p>Looking &lt;b&gt;now&lt;/b&gt;</p>" in page.text
+        assert 'data-thread-live="/threads/' in page.text
+        assert '<p id="working" class="working" role="status">Running execute…</p>' in page.text
         assert 'id="stop-form" method="post" action="/threads/' in page.text
         assert f'action="/threads/{thread_id}/stop" hidden' not in page.text
         sent = await ada.form(f"/threads/{thread_id}/messages", {"text": "Also sub()"})
         assert (sent.status_code, sent.headers["location"]) == (303, f"/threads/{thread_id}?notice=Message%20sent.")
+        await site.emit(thread_id, EventType.COMPLETED, summary="")
+        await ThreadStates(site.runtime.redis, site.runtime.keys).set(thread_id, ThreadState.QUEUED)
+        queued = (await ada.get(f"/threads/{thread_id}")).text
+        assert '<p id="working" class="working" role="status">Waiting for the agent to start…</p>' in queued
         stopped = await ada.form(f"/threads/{thread_id}/stop", {})
         assert stopped.status_code == 303
         assert "A stop is requested." in (await ada.get(f"/threads/{thread_id}")).text
 
-    async def test_a_model_calls_tokens_and_cost_are_shown_and_an_unknown_cost_as_unknown(self, site: Site) -> None:
+    async def test_a_runs_tokens_time_and_cost_and_an_unknown_cost_as_unknown(self, site: Site) -> None:
         thread_id = await site.thread(str(uuid.uuid4()), owner="dev-ada")
         usage = {"input_tokens": 2000, "cached_input_tokens": 1200, "output_tokens": 300, "reasoning_tokens": 120}
-        await site.emit(thread_id, EventType.MODEL_CALL, text="priced", tool_calls=[], **usage, cost_usd=0.00415)
-        await site.emit(thread_id, EventType.MODEL_CALL, text="unpriced", tool_calls=[], **usage, cost_usd=None)
+        for run_id, costs in (("priced", [0.004, 0.001]), ("unpriced", [0.004, None])):
+            await site.emit(thread_id, EventType.STARTED, run_id=run_id, model="gpt-5.1")
+            for cost in costs:
+                await site.emit(thread_id, EventType.MODEL_CALL, run_id=run_id, text="", tool_calls=[], **usage,
+                                cost_usd=cost, seconds=1.25)  # fmt: skip
+            await site.emit(thread_id, EventType.COMPLETED, run_id=run_id, summary="done")
         ada = await site.sign_in("ada")
         page = (await ada.get(f"/threads/{thread_id}")).text
-        assert "2000 tokens in (1200 cached), 300 out (120 reasoning), $0.0042" in page
-        assert "2000 tokens in (1200 cached), 300 out (120 reasoning), cost unknown" in page
+        lines = [" ".join(line.split()) for line in re.findall(r'<p class="run-usage">(.*?)</p>', page, re.S)]
+        assert len(lines) == 2
+        tags = re.compile(r"</?span>")
+        priced, unpriced = (tags.sub("", line) for line in lines)
+        assert priced.startswith("2 model calls 4,000 tokens in (2,400 cached) 600 out (240 reasoning) cost $0.0050 ")
+        assert "(2.5 s in the model)" in priced
+        assert "cost unknown" in unpriced
         assert "$0.0000" not in page
+
+    async def test_a_runs_usage_is_the_ledgers_when_it_has_the_run(self, site: Site) -> None:
+        thread_id = await site.thread(str(uuid.uuid4()), owner="dev-ada")
+        ledger = UsageLedger(site.runtime.redis, site.runtime.keys)
+        scope = UsageScope(run_id="run-1", thread_id=thread_id, role="coder")
+        for _ in range(3):  # the run's subagent calls too, which have no events of their own
+            await ledger.add(scope, CallUsage("gpt-5.1", 1000, 0, 100, 0, 0.002))
+        await site.emit(thread_id, EventType.STARTED, model="gpt-5.1")
+        await site.emit(thread_id, EventType.MODEL_CALL, text="", tool_calls=[], input_tokens=1000, output_tokens=100,
+                        cost_usd=0.002, seconds=0.5)  # fmt: skip
+        await site.emit(thread_id, EventType.COMPLETED, summary="done")
+        page = (await (await site.sign_in("ada")).get(f"/threads/{thread_id}")).text
+        [line] = re.findall(r'<p class="run-usage">(.*?)</p>', page, re.S)
+        assert re.sub(r"</?span>", "", " ".join(line.split())).startswith(
+            "3 model calls 3,000 tokens in 300 out cost $0.0060 "
+        )
+
+    async def test_a_conversation_with_a_follow_up_and_its_run(self, site: Site) -> None:
+        await site.enable()
+        ada = await site.sign_in("ada")
+        created = await ada.form("/threads/new", {"repository": "acme/widgets", "prompt": "Fix **add()**"})
+        thread_id = created.headers["location"].removeprefix("/threads/")
+        await site.emit(thread_id, EventType.STARTED, run_id="first", model="gpt-5.1")
+        await site.emit(thread_id, EventType.MODEL_CALL, run_id="first", text="", tool_calls=["execute"],
+                        arguments=[json.dumps({"command": "pytest -q"})])  # fmt: skip
+        await site.emit(thread_id, EventType.TOOL_CALL, run_id="first", name="execute", status="success",
+                        arguments=json.dumps({"command": "pytest -q"}), exit_code=1,
+                        output="1 failed\n[Command failed with exit code 1]")  # fmt: skip
+        await site.emit(thread_id, EventType.COMPLETED, run_id="first", summary="Tests *fail*.")
+        await ada.form(f"/threads/{thread_id}/messages", {"text": "Then fix `sub()` too"})
+        await site.emit(thread_id, EventType.STARTED, run_id="second", model="gpt-5.1")
+        await site.emit(thread_id, EventType.COMPLETED, run_id="second", summary="Fixed.")
+        page = (await ada.get(f"/threads/{thread_id}")).text
+        timeline = page[page.index('id="timeline"') : page.index('id="working"')]
+        order = [timeline.index(marker) for marker in ("<strong>add()</strong>", 'id="run-first"',
+                 "<code>sub()</code>", 'id="run-second"')]  # fmt: skip
+        assert order == sorted(order)
+        assert re.search(r'id="run-second".*started by <a href="#message-\d+">the message from ada</a>', timeline, re.S)
+        assert '<code class="command">$ pytest -q</code>' in timeline
+        assert '<span class="exit exit-bad">exit code 1</span>' in timeline
+        assert "<p>Tests <em>fail</em>.</p>" in timeline
+        assert 'id="working" class="working" role="status" hidden' in page
+        sections = (await ada.get(f"/threads/{thread_id}/sections")).json()
+        assert set(sections) == {"timeline", "changes", "files", "pulls", "state", "last_seq"}
+        assert sections["last_seq"] == max(int(seq) for seq in re.findall(r'data-seq="(\d+)"', page))
+        assert 'id="run-second"' in sections["timeline"]
+        assert sections["state"] == "idle"
+        assert (await ada.get(f"/threads/{uuid.uuid4()}/sections")).status_code == 404
+        assert (await site.client().get(f"/threads/{thread_id}/sections")).status_code == 303
 
     async def test_the_list_filters_and_pages(self, site: Site) -> None:
         for second in range(3):

@@ -20,7 +20,10 @@ from drydock.threads import Inbox
 from drydock.threads.fields import CHANNEL, KIND, MODEL, OWNER, SANDBOX_ID, STATE, TITLE
 from drydock.threads.pr_records import PullRequestRecord, PullRequestRecords
 from drydock.threads.stops import StopRequests
-from tests.dashboard.conftest import Site
+from tests.dashboard.conftest import Site, SiteFactory
+from tests.fakes.github import FakeGitHub
+from tests.fakes.github.history import history_of
+from tests.fakes.github.state import PullRequest
 
 PROMPT = "Fix add() in calc.py\n\nIt subtracts."
 
@@ -199,7 +202,7 @@ class TestDetail:
         assert [event["state"] for event in detail["events"]] == ["running", None, "idle"]
         assert detail["pull_requests"] == [
             {"repository": "acme/widgets", "number": 12, "url": "https://github.com/acme/widgets/pull/12",
-             "state": "open", "branch": "drydock/fix-add"},
+             "state": "open", "branch": "drydock/fix-add", "checks": None, "checks_error": None},
         ]  # fmt: skip
         assert detail["sandbox"]["status"] == "ready"
         assert detail["sandbox"]["provider"] == "local"
@@ -221,6 +224,46 @@ class TestDetail:
         assert (await bob.get(f"/api/v1/threads/{new_id()}")).status_code == 404
         assert (await bob.get("/api/v1/threads/not-a-thread")).status_code == 404
         assert (await bob.get(f"/api/v1/threads/{hidden}")).status_code == 403
+
+
+class TestPullRequestChecks:
+    async def test_its_state_and_each_checks_latest_run_and_a_failed_read_said_so(
+        self, site_factory: SiteFactory
+    ) -> None:
+        async with FakeGitHub() as github:
+            app = github.create_app("drydock")
+            github.install(app, "acme", ["widgets"])
+            site = await site_factory(
+                github={"api_url": github.base_url, "app_id": app.id, "private_key": app.private_key_pem}
+            )
+            thread_id = await site.thread(new_id(), owner="gh-2")
+            records = PullRequestRecords(site.runtime.redis, site.runtime.keys)
+            await records.record(PullRequestRecord("github.com", "acme/widgets", 12, thread_id, "drydock/fix-add"))
+            head = "c0ffee" * 6 + "c0fe"
+            github.state.pulls[("acme/widgets", 12)] = PullRequest(
+                id=github.state.next_id(), repository="acme/widgets", number=12, title="Fix add()", body="",
+                head_ref="drydock/fix-add", head_sha=head, base_ref="main", draft=False,
+                user={"login": "drydock[bot]", "id": 1, "type": "Bot"}, state="closed", merged_at=datetime.now(UTC),
+            )  # fmt: skip
+            history = history_of(github.state)
+            history.add_check_run("acme/widgets", "tests", head, "failure")
+            history.add_check_run("acme/widgets", "tests", head, "success")
+            history.add_check_run("acme/widgets", "lint", head, None)
+            bob = await site.session("gh-2", "bob")
+            [pull] = (await bob.get(f"/api/v1/threads/{thread_id}")).json()["pull_requests"]
+            assert pull["state"] == "merged"
+            assert [(check["name"], check["outcome"]) for check in pull["checks"]] == [
+                ("lint", "in_progress"),
+                ("tests", "success"),
+            ]
+            page = (await bob.get(f"/threads/{thread_id}")).text
+            assert '<span class="check check-success">success</span>' in page
+
+            await records.record(PullRequestRecord("github.com", "acme/elsewhere", 3, thread_id, "drydock/x"))
+            pulls = (await bob.get(f"/api/v1/threads/{thread_id}")).json()["pull_requests"]
+            failed = next(pull for pull in pulls if pull["repository"] == "acme/elsewhere")
+            assert failed["checks"] is None
+            assert failed["checks_error"]
 
 
 class TestFollowUp:

@@ -40,7 +40,8 @@ async def serving_dashboard(runtime: Runtime) -> AsyncIterator[str]:
     """Serve the dashboard at its public URL until the block ends; yields the URL."""
     url = runtime.settings.dashboard.public_url
     port = int(url.rsplit(":", 1)[1])
-    task = asyncio.create_task(serve(create_app("dashboard", runtime, [router]), HttpSettings(port=port)))
+    http = HttpSettings(port=port, metrics_port=free_port())
+    task = asyncio.create_task(serve(create_app("dashboard", runtime, [router]), http))
     try:
         async with httpx.AsyncClient(base_url=url) as client:
             for _ in range(400):

@@ -62,7 +62,11 @@ class TestFromTheDashboard:
                 assert seen[-1]["data"]["summary"] == "I looked at the repository and wrote notes."
                 assert await state(client, thread_id) == "idle"
                 detail = (await client.get(f"/api/v1/threads/{thread_id}")).json()
-                assert detail["changed_files"] == ["/workspace/widgets/NOTES.md"]
+                assert detail["changed_files"] == ["NOTES.md"]
+                assert detail["changes"]["files"] == [
+                    {"path": "NOTES.md", "status": "A", "additions": 1, "deletions": 0}
+                ]
+                assert "+checked" in detail["changes"]["patch"]
                 assert detail["sandbox"]["status"] == "ready"
                 page = await client.get(f"/threads/{thread_id}")
                 assert "I looked at the repository and wrote notes." in page.text
@@ -83,6 +87,8 @@ class TestFromTheDashboard:
                     return any(event.type is EventType.TOOL_CALL for event in await stage.events(thread_id))
 
                 await eventually(first_tool_ran, within=60, what="the first tool call")
+                ran = [event for event in await stage.events(thread_id) if event.type is EventType.TOOL_CALL]
+                assert (ran[0].data["name"], ran[0].data["exit_code"]) == ("execute", 0)
                 stop = await client.post(f"/api/v1/threads/{thread_id}/stop", headers={"X-CSRF-Token": csrf})
                 assert stop.status_code == 202, stop.text
                 seen = await asyncio.wait_for(watching, 60)

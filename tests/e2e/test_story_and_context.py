@@ -69,7 +69,7 @@ class TestStory:
         execute = next(entry for entry in story if entry["event"] == "tool call")
         assert execute["tool"] == "execute"
         assert "hello-from-the-sandbox" in execute["arguments"]
-        assert execute["outcome"] == "success"
+        assert (execute["outcome"], execute["exit_code"]) == ("success", 0)
         # Request lines of httpx are not part of the story.
         assert not [entry for entry in logs if entry.get("log_level") == "info" and "HTTP Request" in entry["event"]]
 

@@ -345,6 +345,11 @@ class Keys:
         """The pull requests a thread created (their :meth:`pr_record` keys)."""
         return f"{self.prefix}:thread-prs:{{{thread_id}}}"
 
+    def thread_changes(self, thread_id: str) -> str:
+        """What the thread's checkout changed against its base, as of the end of its last run
+        (:mod:`drydock.threads.changes`)."""
+        return f"{self.prefix}:thread-changes:{{{thread_id}}}"
+
     def thread_short_id(self, short_id: str) -> str:
         """The full thread id behind the short id that branch names carry."""
         return f"{self.prefix}:thread-short:{short_id}"

@@ -175,8 +175,8 @@ async def prepare_analysis(setup: RunSetup) -> RunSetup:
     return replace(setup, checkout=checkout)
 
 
-REVIEWER_HOOKS = RoleHooks(prepare=prepare_review, inbox_at_start=True, snapshots=False)
+REVIEWER_HOOKS = RoleHooks(prepare=prepare_review, inbox_at_start=True, snapshots=False, changes=False)
 """The reviewer's checkout is re-derived from the pull request on every run, so it is never
 snapshotted, and its sandbox may always be replaced."""
 
-ANALYZER_HOOKS = RoleHooks(prepare=prepare_analysis, inbox_at_start=True, snapshots=False)
+ANALYZER_HOOKS = RoleHooks(prepare=prepare_analysis, inbox_at_start=True, snapshots=False, changes=False)

@@ -40,6 +40,7 @@ def _fields(event: RunEvent) -> tuple[str, dict[str, Any]] | None:
                 "tool": data.get("name"),
                 "arguments": _short(data["arguments"]) if data.get("arguments") else None,
                 "outcome": data.get("status"),
+                "exit_code": data.get("exit_code"),
             }
         case "message_posted":
             return "posted", {"channel": data.get("channel"), "target": data.get("target"), "url": data.get("url")}

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import shlex
 import time
 import uuid
@@ -71,6 +72,7 @@ from drydock.sandbox.errors import SandboxError
 from drydock.sandbox.lifecycle import SandboxManager
 from drydock.sandbox.snapshots import SnapshotStore
 from drydock.threads import Inbox, Lease
+from drydock.threads.changes import ThreadChanges, diff_script, parse
 from drydock.threads.continuation import Continuations
 from drydock.threads.fields import EFFORT, MODEL, OWNER, REPLY_TO, REPOSITORY, STATE
 from drydock.threads.metadata import ThreadMetadataStore
@@ -136,6 +138,8 @@ class RoleHooks:
     since the checkpoint's cursor (and a turn with none is not run)."""
     snapshots: bool = True
     """Snapshot the checkout after each turn; off where the checkout can always be re-derived."""
+    changes: bool = True
+    """Record the checkout's changes (files and diff) for the dashboard before each run's end event."""
 
 
 @dataclass(frozen=True)
@@ -184,6 +188,7 @@ class AgentRuns:
             self.stops,
             admin_logins=parts.settings.dashboard.admin_logins,
         )
+        self.changes = ThreadChanges(parts.redis, parts.keys)
 
     async def __call__(self, thread_id: str, lease: Lease) -> int:
         fields = await self.metadata.get(thread_id)
@@ -366,6 +371,11 @@ class AgentRuns:
         await events.emit(
             EventType.STARTED, model=resolved.id, effort=resolved.effort, sandbox_id=backend.id, fence=fence
         )
+
+        async def settle() -> None:
+            if checkout is not None and parts.hooks.changes:
+                await self._record_changes(scope.thread_id, backend, checkout, redactor)
+
         # The thread still counts as running only when its last run died mid-turn.
         cursor, stopped_at = await self._drive(
             agent,
@@ -374,6 +384,7 @@ class AgentRuns:
             status,
             resume=fields.get(STATE) == ThreadState.RUNNING.value,
             model_calls=inputs.limits.model_calls,
+            settle=settle,
         )
         if stopped_at is not None:
             bound = log.bind(thread_id=scope.thread_id, run_id=scope.run_id)
@@ -398,6 +409,22 @@ class AgentRuns:
             # The run's work is done and checkpointed; a missing snapshot only matters if this
             # sandbox is lost before the next one, so it must not fail the run.
             log.warning("snapshot after the turn failed", thread_id=thread_id, error=repr(error))
+
+    async def _record_changes(
+        self, thread_id: str, backend: SandboxBackend, checkout: Checkout, redactor: Redactor
+    ) -> None:
+        try:
+            result = await backend.run(diff_script(checkout.path, checkout.default_branch), time_limit=60)
+            changes = parse(result.output) if result.exit_code == 0 else None
+            if changes is None:
+                log.warning("reading the checkout's changes failed", thread_id=thread_id, exit_code=result.exit_code)
+                return
+            where = "the checkout's changes"
+            changes = replace(changes, patch=redactor.redact(changes.patch, where=where, thread_id=thread_id))
+            await self.changes.save(thread_id, changes)
+        except Exception as error:
+            # The dashboard's diff view is a convenience: the run's outcome must not depend on it.
+            log.warning("recording the checkout's changes failed", thread_id=thread_id, error=describe(error))
 
     async def _sandbox(self, scope: ThreadScope) -> SandboxBackend:
         sandboxes = self.parts.sandboxes
@@ -442,6 +469,7 @@ class AgentRuns:
         *,
         resume: bool,
         model_calls: int,
+        settle: Callable[[], Awaitable[None]],
     ) -> tuple[int, Reached | None]:
         """Run the turn; the inbox cursor after it, and the spend limit it stopped at (if it did)."""
         values, stopped_by = await self._stream(agent, None, config, events) if resume else (None, None)
@@ -456,6 +484,8 @@ class AgentRuns:
             values, stopped_by = await self._stream(agent, turn, config, events)
         if values is None:
             values = (await agent.aget_state(config)).values
+        # Before the end event: a viewer that sees the run end reads its changes.
+        await settle()
         if stopped_by is not None:
             return await self._stopped(config, events, status, stopped_by), None
         messages = values.get("messages", [])
@@ -642,7 +672,11 @@ class RunEvents:
                         status=message.status,
                         output=message.text[:500],
                         arguments=self._arguments.pop(message.tool_call_id, None),
+                        **_exit_code(message),
                     )
+
+
+_EXIT_CODE = re.compile(r"\[Command (?:succeeded|failed) with exit code (-?\d+)\]")
 
 
 def _usage(message: AIMessage) -> dict[str, Any]:
@@ -653,6 +687,16 @@ def _usage(message: AIMessage) -> dict[str, Any]:
         return {key: value for key, value in recorded.items() if key != "model"}
     usage: Mapping[str, Any] = message.usage_metadata or {}
     return {"input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens"), "cost_usd": None}
+
+
+def _exit_code(message: ToolMessage) -> dict[str, int]:
+    """The exit code of deepagents' ``execute``: from the message's artifact, else from the
+    status line of its output (which the event's shortened output may have lost)."""
+    artifact = message.artifact
+    if isinstance(artifact, dict) and isinstance(artifact.get("exit_code"), int):
+        return {"exit_code": artifact["exit_code"]}
+    found = _EXIT_CODE.findall(message.text)
+    return {"exit_code": int(found[-1])} if found else {}
 
 
 def _messages(change: Any) -> list[BaseMessage]:

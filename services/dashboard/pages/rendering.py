@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse
 
 from services.dashboard.auth.guard import Principal
 from services.dashboard.errors import DashboardError, Invalid
+from services.dashboard.pages.markdown import markdown
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
@@ -40,6 +41,7 @@ class Pages:
             lstrip_blocks=True,
         )
         self._env.filters["when"] = _when
+        self._env.filters["markdown"] = markdown
 
     def render(
         self,

@@ -3,10 +3,11 @@ follow-up and stop forms, and the live fragments its script appends."""
 
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import RedirectResponse, StreamingResponse
+from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
 
 from drydock.bus import EventType
 from drydock.roles import Role
@@ -15,10 +16,34 @@ from services.dashboard.auth.guard import Principal
 from services.dashboard.errors import Invalid
 from services.dashboard.pages.common import EFFORTS, PageKit, back, field_errors
 from services.dashboard.pages.forms import read_form
+from services.dashboard.threads.diff_view import file_diffs
 from services.dashboard.threads.events import StoredEvent
-from services.dashboard.threads.schemas import ThreadCreate
+from services.dashboard.threads.schemas import EventOut, ThreadCreate, ThreadDetail
 from services.dashboard.threads.service import Filters, Threads, changed_files, event_out
 from services.dashboard.threads.sse import EncodedEvents
+from services.dashboard.threads.timeline import END_TYPES, Run, shown, step_of, timeline
+
+SECTIONS = {
+    "timeline": "thread_timeline.html",
+    "changes": "thread_changes.html",
+    "files": "thread_files.html",
+    "pulls": "thread_pulls.html",
+}
+"""The page's parts its script replaces when a run ends, by element: ``#timeline``, ``#changes``,
+``#changed-files``, ``#pull-requests-section``."""
+
+
+QUEUED = "Waiting for the agent to start…"
+
+
+def working(event: EventOut) -> str | None:
+    """What the working indicator says after ``event`` of a run: None once the run ended."""
+    if event.type in END_TYPES:
+        return None
+    calls = event.data.get("tool_calls") if event.type == EventType.MODEL_CALL else None
+    if calls:
+        return f"Running {', '.join(str(call) for call in calls)}…"
+    return "Thinking…"
 
 
 def routes(site: APIRouter, kit: PageKit, threads: Threads) -> None:
@@ -83,16 +108,43 @@ def routes(site: APIRouter, kit: PageKit, threads: Threads) -> None:
             return await new_thread_form(request, principal, errors=field_errors(error), values=values, status=422)
         return RedirectResponse(f"/threads/{created.id}", status_code=303)
 
+    async def conversation(detail: ThreadDetail) -> dict[str, Any]:
+        """What the conversation's templates need: the timeline, the diff, the working indicator."""
+        usage = await threads.run_usage(sorted({event.run_id for event in detail.events}))
+        entries = timeline(detail.messages, detail.events, usage)
+        runs = [entry.run for entry in entries if entry.run is not None]
+        return {
+            "thread": detail,
+            "timeline": entries,
+            "diffs": file_diffs(detail.changes) if detail.changes else [],
+            "changes": detail.changes,
+            "working": working(runs[-1].events[-1])
+            if runs and runs[-1].end is None
+            else (QUEUED if detail.state == ThreadState.QUEUED else None),
+        }
+
     @site.get("/threads/{thread_id}")
     async def thread_page(request: Request, thread_id: str) -> Response:
         principal = await kit.signed_in(request)
         detail = await threads.detail(principal, thread_id)
         last = detail.events[-1].seq if detail.events else 0
         return kit.render(
-            request, "thread.html", principal, thread=detail, live_url=f"/threads/{thread_id}/live?after={last}",
+            request, "thread.html", principal, live_url=f"/threads/{thread_id}/live?after={last}",
             stoppable=detail.state in {ThreadState.RUNNING, ThreadState.QUEUED},
-            takes_messages=detail.kind == Role.CODER,
+            takes_messages=detail.kind == Role.CODER, **await conversation(detail),
         )  # fmt: skip
+
+    @site.get("/threads/{thread_id}/sections")
+    async def thread_sections(request: Request, thread_id: str) -> Response:
+        """The page's parts that change when a run ends, for its script to put in place."""
+        principal = await kit.signed_in(request)
+        context = await conversation(await threads.detail(principal, thread_id))
+        parts = {name: pages.fragment(template, **context) for name, template in SECTIONS.items()}
+        detail: ThreadDetail = context["thread"]
+        last_seq = detail.events[-1].seq if detail.events else 0
+        return JSONResponse(
+            parts | {"state": detail.state, "last_seq": last_seq}, headers={"Cache-Control": "no-store"}
+        )
 
     @site.get("/threads/{thread_id}/live")
     async def thread_live(request: Request, thread_id: str, after: int = 0) -> Response:
@@ -117,13 +169,19 @@ def routes(site: APIRouter, kit: PageKit, threads: Threads) -> None:
 
     def fragment(stored: StoredEvent) -> str:
         event = event_out(stored)
-        url = str(event.data.get("url") or "")
+        if event.type == EventType.STARTED:
+            html = pages.fragment("thread_run.html", run=Run(run_id=event.run_id, number=0, events=[event]))
+        else:
+            html = pages.fragment("thread_step.html", step=step_of(event)) if shown(event) else ""
         item = {
             "seq": event.seq,
+            "run": event.run_id,
+            "type": event.type,
             "state": event.state,
-            "html": pages.fragment("event.html", event=event),
+            "html": html,
+            "ended": event.type in END_TYPES,
+            "working": working(event),
             "files": changed_files([stored]),
-            "pull_request": url if "/pull/" in url else None,
             "sandbox": event.data.get("sandbox_id") if event.type == EventType.STARTED else None,
         }
         return f"id: {stored.seq}\nevent: run\ndata: {json.dumps(item)}\n\n"

@@ -46,12 +46,22 @@ class EventOut(BaseModel):
     state: str | None = Field(default=None, description="The thread's state after this event, if it changes it.")
 
 
+class CheckOut(BaseModel):
+    name: str
+    outcome: str = Field(description="The conclusion once completed (success, failure, …), else the status.")
+    url: str | None = None
+
+
 class PullRequestOut(BaseModel):
     repository: str
     number: int
     url: str
-    state: str
+    state: str = Field(description="open, closed or merged: as GitHub says when the App may read it, else as recorded.")
     branch: str
+    checks: list[CheckOut] | None = Field(
+        default=None, description="The latest run of each check on its branch; null: not read (no GitHub App)."
+    )
+    checks_error: str | None = Field(default=None, description="Why the checks could not be read.")
 
 
 class SandboxOut(BaseModel):
@@ -63,12 +73,31 @@ class SandboxOut(BaseModel):
     last_used_at: datetime | None = None
 
 
+class FileChangeOut(BaseModel):
+    path: str
+    status: str = Field(description="git's letter: A added, M modified, D deleted, T type changed.")
+    additions: int | None = Field(description="Lines added; null for a binary file.")
+    deletions: int | None
+
+
+class ChangesOut(BaseModel):
+    base: str = Field(description="The commit the diff is against: where the branch left the default branch.")
+    files: list[FileChangeOut]
+    patch: str = Field(description="The unified diff, committed and uncommitted changes together.")
+    truncated: bool = Field(description="The patch was cut short (the file list is whole).")
+    at: datetime = Field(description="When it was read from the sandbox's git (the end of the last run).")
+
+
 class ThreadDetail(ThreadSummary):
     messages: list[MessageOut]
     events: list[EventOut]
     pull_requests: list[PullRequestOut]
     sandbox: SandboxOut
-    changed_files: list[str] = Field(description="Files the agent wrote or edited, from its tool calls.")
+    changed_files: list[str] = Field(
+        description="Files the thread's checkout changed (from its git, as of the end of its last run); before "
+        "the first run's end, the files the agent's write_file and edit_file calls named."
+    )
+    changes: ChangesOut | None = Field(default=None, description="The checkout's diff; null before a run ended.")
     stop_requested: bool
     budget_pause: str | None = Field(
         default=None, description="The budget the thread is paused at (its owner or an administrator continues it)."

@@ -13,15 +13,18 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
 from drydock.accounts import repository_name
 from drydock.bus import BusUnavailable
 from drydock.bus.envelopes import Author, Channel, InboxMessage, ReplyAddress, Trigger
+from drydock.channels.errors import OutboundFailed
 from drydock.roles import Role
 from drydock.sandbox.sentinel import PREFIX as CREATING
 from drydock.threads import Inbox, ids
+from drydock.threads.changes import ThreadChanges
 from drydock.threads.continuation import Continuations
 from drydock.threads.fields import (
     CHANNEL,
@@ -39,15 +42,19 @@ from drydock.threads.fields import (
 )
 from drydock.threads.handoff import hand_off
 from drydock.threads.index import InvalidCursor, ThreadQuery, Visibility
+from drydock.threads.pr_records import PullRequestRecord
 from drydock.threads.states import EVENT_STATES, ThreadState
+from drydock.usage.ledger import UsageLedger, UsageTotals
 from services.dashboard.auth.guard import Principal
 from services.dashboard.choices import blank_to_none, model_errors
 from services.dashboard.context import Dashboard
 from services.dashboard.errors import Conflict, FieldError, Forbidden, Invalid, NotFound
 from services.dashboard.threads.events import StoredEvent, ThreadEvents
 from services.dashboard.threads.fanout import EventFanout
+from services.dashboard.threads.pull_checks import PullChecks
 from services.dashboard.threads.schemas import (
     Accepted,
+    ChangesOut,
     EventOut,
     MessageOut,
     PullRequestOut,
@@ -159,6 +166,9 @@ class Threads:
         self.events = ThreadEvents(dashboard.runtime.bus.js)
         self.live = EventFanout(self.events)
         self._inbox = Inbox(dashboard.runtime.bus)
+        self.changes = ThreadChanges(dashboard.runtime.redis, dashboard.runtime.keys)
+        self._usage = UsageLedger(dashboard.runtime.redis, dashboard.runtime.keys)
+        self.checks = PullChecks(dashboard.settings, dashboard.http)
         self._backfilled = False
 
     async def _visibility(self, principal: Principal) -> Visibility | None:
@@ -222,6 +232,7 @@ class Threads:
         records = await self._d.records.of_thread(thread_id)
         web = self._d.settings.dashboard.github_web_url or f"https://{self._d.settings.github.host}"
         logins = await self._logins([fields.get(OWNER, "")])
+        changes = await self.changes.get(thread_id)
         return ThreadDetail(
             **summary(thread_id, fields, logins).model_dump(),
             messages=[
@@ -235,18 +246,10 @@ class Threads:
                 for stored in messages
             ],
             events=[event_out(stored) for stored in events],
-            pull_requests=[
-                PullRequestOut(
-                    repository=record.repository,
-                    number=record.number,
-                    url=f"{web}/{record.repository}/pull/{record.number}",
-                    state=record.state.value,
-                    branch=record.branch,
-                )
-                for record in records
-            ],
+            pull_requests=[await self._pull_request(record, web) for record in records],
             sandbox=await self._sandbox(fields.get(SANDBOX_ID) or ""),
-            changed_files=changed_files(events),
+            changed_files=[change.path for change in changes.files] if changes else changed_files(events),
+            changes=ChangesOut.model_validate(asdict(changes)) if changes else None,
             stop_requested=await self._d.stops.pending(thread_id),
             budget_pause=await self._budget_pause(thread_id),
         )
@@ -254,6 +257,29 @@ class Threads:
     async def _budget_pause(self, thread_id: str) -> str | None:
         paused = await Continuations(self._d.runtime.redis, self._d.runtime.keys).paused(thread_id)
         return f"Paused at {paused.limit_text}: {paused.spent_text}." if paused is not None else None
+
+    async def _pull_request(self, record: PullRequestRecord, web: str) -> PullRequestOut:
+        checks, error, state = None, None, record.state.value
+        if self.checks.configured:
+            try:
+                status = await self.checks.of(record.repository, record.number)
+            except OutboundFailed as failure:
+                error = str(failure)
+            else:
+                checks, state = status.checks, status.state
+        return PullRequestOut(
+            repository=record.repository,
+            number=record.number,
+            url=f"{web}/{record.repository}/pull/{record.number}",
+            state=state,
+            branch=record.branch,
+            checks=checks,
+            checks_error=error,
+        )
+
+    async def run_usage(self, run_ids: list[str]) -> dict[str, UsageTotals]:
+        """Each run's usage as the ledger recorded it (none for a run it no longer keeps)."""
+        return {run_id: await self._usage.run(run_id) for run_id in run_ids}
 
     async def _sandbox(self, sandbox_id: str) -> SandboxOut:
         if not sandbox_id:

@@ -1,43 +1,101 @@
-// Drydock dashboard: follows a thread's run live (server-sent events). Everything else on
-// the pages works without this script.
+// Drydock dashboard: follows a thread's conversation live (server-sent events). Everything else
+// on the pages works without this script.
 (function () {
   "use strict";
-  var list = document.querySelector("[data-live]");
-  if (!list || !window.EventSource) { return; }
+  var timeline = document.querySelector("[data-thread-live]");
+  if (!timeline || !window.EventSource) { return; }
   var status = document.getElementById("live-status");
   var badge = document.getElementById("thread-state");
   var stop = document.getElementById("stop-form");
-  var files = document.getElementById("changed-files");
-  var pulls = document.getElementById("pull-requests");
+  var working = document.getElementById("working");
   var ended = { idle: true, failed: true, stopped: true };
-  var source = new EventSource(list.getAttribute("data-live"));
+  var source = new EventSource(timeline.getAttribute("data-thread-live"));
+  var sectionsUrl = timeline.getAttribute("data-sections");
+  var recent = [];
+  var places = {
+    timeline: "timeline", changes: "changes", files: "changed-files", pulls: "pull-requests-section"
+  };
 
-  function text(tag, value) {
-    var element = document.createElement(tag);
-    element.textContent = value;
-    return element;
+  function showState(state) {
+    if (!state || !badge) { return; }
+    var element = document.createElement("span");
+    element.textContent = state;
+    element.className = "state state-" + state;
+    badge.replaceChildren(element);
+    if (stop) { stop.hidden = !!ended[state]; }
+  }
+
+  function showWorking(text) {
+    if (!working) { return; }
+    working.textContent = text || "";
+    working.hidden = !text;
+  }
+
+  function runOf(item) {
+    var run = timeline.querySelector('[data-run="' + item.run + '"]');
+    if (run) { return run; }
+    var empty = document.getElementById("timeline-empty");
+    if (empty) { empty.remove(); }
+    if (item.type === "started") {
+      timeline.insertAdjacentHTML("beforeend", item.html);
+      run = timeline.lastElementChild;
+      var number = run.querySelector(".run-number");
+      if (number) { number.textContent = String(timeline.querySelectorAll(".run").length); }
+    }
+    return run;
+  }
+
+  // After a run ends, the server renders the finished parts: usage, the diff, the pull requests.
+  function refresh() {
+    if (!sectionsUrl || !window.fetch) { return; }
+    fetch(sectionsUrl, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (response) { return response.ok ? response.json() : null; })
+      .then(function (parts) {
+        if (!parts) { return; }
+        // The steps were announced as they came: the redrawn timeline must not be read again.
+        timeline.setAttribute("aria-live", "off");
+        Object.keys(places).forEach(function (name) {
+          var element = document.getElementById(places[name]);
+          if (element && typeof parts[name] === "string") { element.innerHTML = parts[name]; }
+        });
+        window.setTimeout(function () { timeline.setAttribute("aria-live", "polite"); }, 1000);
+        showState(parts.state);
+        // Events that arrived while the server drew the parts are not in them.
+        recent.forEach(function (item) { if (item.seq > parts.last_seq) { apply(item); } });
+      })
+      .catch(function () { /* the live steps stay; a reload shows the rest */ });
   }
 
   source.onopen = function () { if (status) { status.textContent = "(live)"; } };
   source.onerror = function () { if (status) { status.textContent = "(reconnecting…)"; } };
   source.addEventListener("run", function (message) {
     var item = JSON.parse(message.data);
-    if (list.querySelector('[data-seq="' + item.seq + '"]')) { return; }
-    list.insertAdjacentHTML("beforeend", item.html);
-    if (item.state && badge) {
-      var state = text("span", item.state);
-      state.className = "state state-" + item.state;
-      badge.replaceChildren(state);
-      if (stop) { stop.hidden = !!ended[item.state]; }
+    recent.push(item);
+    if (recent.length > 100) { recent.shift(); }
+    apply(item);
+    if (item.ended || item.type === "message_posted") { refresh(); }
+  });
+
+  function apply(item) {
+    if (timeline.querySelector('[data-seq="' + item.seq + '"]')) { return; }
+    var run = runOf(item);
+    if (item.type !== "started" && item.html && run) {
+      var steps = run.querySelector(".steps");
+      if (steps) { steps.insertAdjacentHTML("beforeend", item.html); }
     }
+    showState(item.state);
+    showWorking(item.working);
     (item.files || []).forEach(function (name) {
+      var files = document.getElementById("changed-files");
       if (!files) { return; }
       var known = Array.prototype.some.call(files.querySelectorAll("code"), function (code) {
         return code.textContent === name;
       });
       if (!known) {
         var entry = document.createElement("li");
-        entry.appendChild(text("code", name));
+        var code = document.createElement("code");
+        code.textContent = name;
+        entry.appendChild(code);
         files.appendChild(entry);
       }
     });
@@ -47,14 +105,5 @@
       if (sandboxStatus) { sandboxStatus.textContent = "ready"; }
       if (sandboxId) { sandboxId.textContent = item.sandbox; }
     }
-    if (item.pull_request && pulls) {
-      var link = text("a", item.pull_request);
-      link.href = item.pull_request;
-      var row = document.createElement("li");
-      row.appendChild(link);
-      pulls.appendChild(row);
-      var none = document.getElementById("no-pull-requests");
-      if (none) { none.remove(); }
-    }
-  });
+  }
 })();
