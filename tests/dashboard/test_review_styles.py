@@ -32,7 +32,14 @@ class TestReading:
         bob = await site.session("gh-2", "bob", repositories=("acme/widgets",))
         answer = await bob.get("/api/v1/review-styles")
         assert answer.json() == [
-            {"repository": "acme/widgets", "reviewer": True, "current": None, "latest": 1, "pending": 1}
+            {
+                "repository": "acme/widgets",
+                "reviewer": True,
+                "current": None,
+                "latest": 1,
+                "pending": 1,
+                "analyzer": None,
+            }
         ]
 
     async def test_one_repository_with_its_versions(self, site: Site) -> None:

@@ -59,4 +59,7 @@ def routes(site: APIRouter, kit: PageKit) -> None:
         principal = await kit.administrator(request)
         await read_form(request, guard, principal)
         started = await styles.bootstrap(principal, owner, name)
-        return back(f"/review-styles/{owner}/{name}", f"The analyzer is learning {started.repository}'s guidelines.")
+        return back(
+            f"/review-styles/{owner}/{name}",
+            f"Asked the analyzer to learn {started.repository}'s guidelines; its state is shown below.",
+        )

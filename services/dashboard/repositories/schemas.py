@@ -31,3 +31,9 @@ class RepositoryIn(BaseModel):
     coder: bool = True
     reviewer: bool = False
     autofix: bool = False
+
+
+class RepositoryAdd(RepositoryIn):
+    """A repository to enable by its name (with a GitHub App, the App must be installed on it)."""
+
+    full_name: str = Field(max_length=200, description="owner/name")

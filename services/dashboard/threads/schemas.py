@@ -10,6 +10,14 @@ from pydantic import BaseModel, ConfigDict, Field
 REPOSITORY = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
 
 
+class PullRequestOut(BaseModel):
+    repository: str
+    number: int
+    url: str
+    state: str
+    branch: str
+
+
 class ThreadSummary(BaseModel):
     id: str
     kind: str = Field(description="coder, reviewer or analyzer.")
@@ -18,8 +26,15 @@ class ThreadSummary(BaseModel):
     owner: str | None = Field(description="The Drydock user who started it, when known.")
     owner_login: str | None = None
     state: str | None = Field(description="queued, running, idle, failed or stopped; null: no run yet.")
+    outcome: str | None = Field(
+        default=None, description="How its last finished run ended: completed, step_limit, failed or stopped."
+    )
     title: str
     created_at: datetime | None
+    last_activity: datetime | None = Field(
+        default=None, description="When a run last started or ended, or a message was handed to it."
+    )
+    pull_request: PullRequestOut | None = Field(default=None, description="Its newest pull request, if any.")
     model: str | None = None
     effort: str | None = None
 
@@ -44,14 +59,6 @@ class EventOut(BaseModel):
     at: datetime
     data: dict[str, Any]
     state: str | None = Field(default=None, description="The thread's state after this event, if it changes it.")
-
-
-class PullRequestOut(BaseModel):
-    repository: str
-    number: int
-    url: str
-    state: str
-    branch: str
 
 
 class SandboxOut(BaseModel):
