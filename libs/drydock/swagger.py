@@ -26,6 +26,7 @@ window.addEventListener("load", function () {
     deepLinking: true,
     presets: [SwaggerUIBundle.presets.apis],
     layout: "BaseLayout",
+    validatorUrl: null,
   });
 });
 """

@@ -74,8 +74,8 @@
     return holder.firstElementChild;
   }
 
-  source.onopen = function () { if (status) { status.textContent = "(live)"; } };
-  source.onerror = function () { if (status) { status.textContent = "(reconnecting…)"; } };
+  source.onopen = function () { if (status) { status.textContent = "This list updates live."; } };
+  source.onerror = function () { if (status) { status.textContent = "Reconnecting…"; } };
   source.addEventListener("thread", function (message) {
     var item = JSON.parse(message.data);
     var row = rowOf(item.html);
