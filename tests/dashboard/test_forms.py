@@ -77,3 +77,34 @@ class TestNewThreadForm:
         assert "Fix the bug in add()</textarea>" in answer.text
         assert marked(answer.text, "model")
         assert '<option value="nope" selected>' in answer.text
+
+
+class TestReviewStyleForm:
+    async def test_rules_that_cannot_be_saved_are_shown_again_marked(self, site: Site) -> None:
+        await site.enable(reviewer=True)
+        admin = await site.sign_in("root", admin=True)
+        answer = await admin.form("/review-styles/acme/widgets/versions", {"rules": "   \n  ", "based_on": "7"})
+        assert answer.status_code == 422
+        assert marked(answer.text, "rules")
+        assert "write between 1 and 100 rules" in answer.text
+        typed = "[style] Keep functions short.\n"
+        answer = await admin.form("/review-styles/acme/widgets/versions", {"rules": typed, "based_on": "7"})
+        assert answer.status_code == 422
+        assert f"{typed}</textarea>" in answer.text
+        assert marked(answer.text, "rules")
+
+
+class TestDevelopmentLoginForm:
+    async def test_a_bad_login_is_shown_again_marked(self, site: Site) -> None:
+        client = site.client()
+        page = await client.get("/login")
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
+        assert token is not None
+        answer = await client.post(
+            "/auth/dev", data={"login": "ada lovelace", "admin": "true", "csrf_token": token.group(1)}
+        )
+        assert answer.status_code == 422
+        assert 'value="ada lovelace"' in answer.text
+        assert marked(answer.text, "login")
+        assert re.search(r'name="admin" value="true" checked', answer.text)
+        assert "drydock_session" not in answer.headers.get("set-cookie", "")
