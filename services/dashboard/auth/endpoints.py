@@ -34,6 +34,7 @@ from services.dashboard.pages.rendering import Pages
 log = structlog.get_logger(__name__)
 
 DEV_LOGIN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,38}$"
+DEV_LOGIN_RULE = "a login is 1 to 39 letters, digits, '.', '_' or '-', starting with a letter or digit"
 
 
 class Me(BaseModel):
@@ -238,7 +239,7 @@ def routers(dashboard: Dashboard, pages: Pages) -> list[APIRouter]:
             return pages.render(
                 request, "login.html", status=422, error="", methods=_methods(dashboard), target=local_path(next),
                 login_token=expected, typed_login=login, admin_ticked=admin,
-                errors={"login": "a login is 1 to 39 letters, digits, '.', '_' or '-', starting with a letter or digit"},
+                errors={"login": DEV_LOGIN_RULE},
             )  # fmt: skip
         identity = UserIdentity(user_id=f"dev-{login.lower()}", provider="dev", login=login, name=login)
         return await signin.complete(identity, admin=admin, target=next)
