@@ -2,8 +2,9 @@
 sign-in on a fresh ``drydock dev`` (the real process, as ``pdm run dev`` starts it), enabling a
 repository by name with a form that keeps a bad value and marks it, the bundled API documentation
 with no request leaving the machine; and on the whole pipeline, the thread list following a thread
-from running to completed without a reload, and the list on a phone. The list's screenshots are
-saved into ``docs/screenshots/`` too (``list.png``, ``list-phone.png``)."""
+from running to completed without a reload, and the list on a phone. With
+``DRYDOCK_TEST_UPDATE_DOCS=1`` the list's screenshots are copied into ``docs/screenshots/`` too
+(``list-running.png``, ``list.png``, ``list-phone.png``)."""
 
 from __future__ import annotations
 
@@ -91,11 +92,12 @@ def loopback_only(page: Page) -> list[str]:
 
 
 async def keep(page: Page, name: str) -> Path:
-    """A screenshot as a test artifact and in ``docs/screenshots/`` (kept below 300 KB)."""
+    """A screenshot as a test artifact (kept below 300 KB), and in ``docs/screenshots/`` when asked."""
     path = await screenshot(page, name)
     assert path.stat().st_size < 300_000, f"{name}.png is {path.stat().st_size} bytes"
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(path, SCREENSHOTS / f"{name}.png")
+    if os.environ.get("DRYDOCK_TEST_UPDATE_DOCS") == "1":
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, SCREENSHOTS / f"{name}.png")
     return path
 
 
