@@ -41,13 +41,11 @@ async def browser() -> AsyncIterator[Browser]:
 @contextlib.asynccontextmanager
 async def drydock_dev(directory: Path) -> AsyncIterator[str]:
     """``python -m drydock dev`` in ``directory`` (a fresh clone's state: no ``DRYDOCK_`` variable
-    but free ports, the public URL that goes with the web port, and the sandbox root); its web URL
-    once it says ready; Ctrl-C at the end."""
+    but free ports and the sandbox root); its web URL once it says ready; Ctrl-C at the end."""
     port = free_port()
     environment = {k: v for k, v in os.environ.items() if not k.startswith("DRYDOCK_")}
     environment |= {
         "DRYDOCK_HTTP_PORT": str(port),
-        "DRYDOCK_DASHBOARD_PUBLIC_URL": f"http://127.0.0.1:{port}",
         "DRYDOCK_HTTP_METRICS_PORT": str(free_port()),
         "DRYDOCK_SANDBOX_LOCAL_ROOT": str(directory / "sandboxes"),
     }
