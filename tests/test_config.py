@@ -105,3 +105,23 @@ class TestStartUpRefusesBadConfiguration:
         assert result.returncode == 2
         assert "DRYDOCK_NATS_URL" in result.stderr
         assert "is not a nats://" in result.stderr
+
+
+class TestDevelopmentPublicUrl:
+    def test_follows_the_web_server_s_address_in_development(self, env: pytest.MonkeyPatch) -> None:
+        assert load_settings().dashboard.public_url == "http://127.0.0.1:8000"
+        env.setenv("DRYDOCK_HTTP_PORT", "8123")
+        assert load_settings().dashboard.public_url == "http://127.0.0.1:8123"
+        env.setenv("DRYDOCK_HTTP_HOST", "0.0.0.0")
+        assert load_settings().dashboard.public_url == "http://127.0.0.1:8123"
+        env.setenv("DRYDOCK_HTTP_HOST", "::1")
+        assert load_settings().dashboard.public_url == "http://[::1]:8123"
+
+    def test_a_set_url_or_production_is_left_alone(self, env: pytest.MonkeyPatch) -> None:
+        env.setenv("DRYDOCK_HTTP_PORT", "8123")
+        env.setenv("DRYDOCK_DASHBOARD_PUBLIC_URL", "https://drydock.example/")
+        assert load_settings().dashboard.public_url == "https://drydock.example"
+        env.delenv("DRYDOCK_DASHBOARD_PUBLIC_URL")
+        env.setenv("DRYDOCK_ENVIRONMENT", "production")
+        env.setenv("DRYDOCK_DASHBOARD_DEV_LOGIN", "false")
+        assert load_settings().dashboard.public_url == "http://127.0.0.1:8000"

@@ -499,7 +499,7 @@ class DashboardSettings(BaseModel):
     public_url: str = Field(
         default="http://127.0.0.1:8000",
         description="The dashboard's URL as browsers reach it; sign-in callbacks and the accepted Origin derive "
-        "from it.",
+        "from it. Unset in development: the web server's own address (DRYDOCK_HTTP_HOST, DRYDOCK_HTTP_PORT).",
     )
     dev_login: bool | None = Field(
         default=None,
@@ -866,6 +866,16 @@ class Settings(BaseSettings):
                 "DRYDOCK_SANDBOX_LOCAL_ALLOW_UNISOLATED is for development: it is refused when "
                 "DRYDOCK_ENVIRONMENT is production"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _development_public_url_follows_the_port(self) -> Settings:
+        # In development the dashboard is browsed where the web server listens; a changed
+        # DRYDOCK_HTTP_PORT must not leave the accepted Origin on port 8000.
+        if self.environment is Environment.DEVELOPMENT and "public_url" not in self.dashboard.model_fields_set:
+            host = "127.0.0.1" if self.http.host in {"0.0.0.0", "::", ""} else self.http.host
+            host = f"[{host}]" if ":" in host else host
+            self.dashboard.public_url = f"http://{host}:{self.http.port}"
         return self
 
     @model_validator(mode="after")

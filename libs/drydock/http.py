@@ -3,7 +3,8 @@ an already running event loop, with ``/metrics`` on a port of its own (``metrics
 the public port never answers it; for services without an app of their own, the same probes
 next to their work (:func:`run_with_health`). The OpenAPI document and its pages (``/docs``,
 ``/openapi.json``) are open in development only; in production the app has none, and the
-dashboard serves them to signed-in people."""
+dashboard serves them to signed-in people. The page is Swagger UI from the package's own files
+(:mod:`drydock.swagger`), never a CDN."""
 
 from __future__ import annotations
 
@@ -11,18 +12,21 @@ import asyncio
 import contextlib
 import math
 import socket
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from typing import Any, Literal
 
 import uvicorn
 from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import JSONResponse
 from redis.exceptions import RedisError
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import drydock
+from drydock import swagger
 from drydock.config import Environment, HttpSettings, Settings, load_settings
 from drydock.errors import describe
 from drydock.infra.read_deadline import with_read_deadline
@@ -31,6 +35,46 @@ from drydock.telemetry import metrics_response
 
 RouterFactory = Callable[[Runtime], APIRouter]
 """Builds a service's routes on a runtime; the web app's are listed in ``services.web.app``."""
+
+ErrorPage = Callable[[Request, int, str], Awaitable[Response]]
+"""An HTML page for an error status and its detail."""
+
+
+class SiteRouter(APIRouter):
+    """A router with pages: the app it is mounted in answers browsers' requests that no route
+    handles (an unknown page, an unexpected error) with its ``error_page``, not JSON. API and
+    webhook paths, and clients that do not ask for HTML, keep JSON."""
+
+    def __init__(self, error_page: ErrorPage, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error_page = error_page
+
+
+_JSON_PREFIXES = ("/api/", "/webhooks/", "/openapi.json")
+
+
+def _wants_html(request: Request) -> bool:
+    return (
+        request.method in {"GET", "HEAD"}
+        and "text/html" in request.headers.get("accept", "")
+        and not request.url.path.startswith(_JSON_PREFIXES)
+    )
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, StarletteHTTPException)
+    page: ErrorPage | None = getattr(request.app.state, "error_page", None)
+    if page is not None and _wants_html(request):
+        return await page(request, error.status_code, str(error.detail))
+    return await http_exception_handler(request, error)
+
+
+async def _server_error(request: Request, error: Exception) -> Response:
+    # Starlette still raises the error after this answer, so the server logs it with its traceback.
+    page: ErrorPage | None = getattr(request.app.state, "error_page", None)
+    if page is not None and _wants_html(request):
+        return await page(request, 500, "Something went wrong on our side; it is logged. Try again shortly.")
+    return JSONResponse({"detail": "Internal Server Error"}, status_code=500)
 
 
 async def readiness(runtime: Runtime) -> dict[str, str]:
@@ -93,9 +137,13 @@ def create_app(name: str, runtime: Runtime | None = None, routers: list[RouterFa
         version=drydock.__version__,
         lifespan=lifespan,
         openapi_url="/openapi.json" if documented else None,
-        docs_url="/docs" if documented else None,
-        redoc_url="/redoc" if documented else None,
+        docs_url=None,
+        redoc_url=None,
     )
+    if documented:
+        app.include_router(swagger.router("/openapi.json", f"{app.title} API"))
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _server_error)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
@@ -132,6 +180,8 @@ def _mount(app: _App, runtime: Runtime, routers: list[RouterFactory]) -> None:
     app.state.runtime = runtime
     for factory in routers:
         router = factory(runtime)
+        if isinstance(router, SiteRouter):
+            app.state.error_page = router.error_page
         app.direct.update({route.path: route for route in router.routes if isinstance(route, DirectRoute)})
         app.include_router(router)
 

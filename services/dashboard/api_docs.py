@@ -1,4 +1,4 @@
-"""The OpenAPI document and its page in production, for signed-in people only.
+"""The OpenAPI document and its page (the bundled Swagger UI) in production, for signed-in people only.
 
 In development every app publishes ``/openapi.json`` and ``/docs`` itself (:func:`drydock.http.create_app`);
 in production it publishes neither, and these routes serve them behind the dashboard's sign-in.
@@ -9,9 +9,8 @@ in production it publishes neither, and these routes serve them behind the dashb
 from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse
 
+from drydock import swagger
 from drydock.config import Environment
 from services.dashboard.auth.guard import Principal
 from services.dashboard.context import Dashboard
@@ -30,8 +29,7 @@ def router(dashboard: Dashboard) -> APIRouter:
     async def openapi(request: Request, _: Annotated[Principal, Depends(guard.principal)]) -> dict[str, Any]:
         return cast(FastAPI, request.app).openapi()
 
-    @docs.get("/docs")
-    async def swagger(request: Request, _: Annotated[Principal, Depends(guard.principal)]) -> HTMLResponse:
-        return get_swagger_ui_html(openapi_url=OPENAPI_PATH, title=f"{request.app.title} API")
-
+    docs.include_router(
+        swagger.router(OPENAPI_PATH, "Drydock API", dependencies=[guard.principal], route_class=dashboard.api_route)
+    )
     return docs

@@ -22,6 +22,13 @@ class DashboardError(Exception):
     def detail(self) -> Any:
         return self.message
 
+    @classmethod
+    def of(cls, status: int, message: str) -> DashboardError:
+        """An error with any status (for the page of an error that came from elsewhere)."""
+        error = cls(message)
+        error.status = status
+        return error
+
 
 class NotSignedIn(DashboardError):
     status = 401

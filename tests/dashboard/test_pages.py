@@ -44,9 +44,10 @@ class TestRendering:
 
     async def test_administrator_pages_are_403_for_others(self, site: Site) -> None:
         ada = await site.sign_in("ada")
-        page = await ada.get("/repositories")
+        page = await ada.get("/dead-letters")
         assert page.status_code == 403
         assert "Not allowed" in page.text
+        assert (await ada.form("/repositories", {"full_name": "acme/widgets"})).status_code == 403
         assert "<fieldset disabled>" in (await ada.get("/team")).text
         assert (await ada.form("/team", {"mention_handle": "@x"})).status_code == 403
 
@@ -179,7 +180,7 @@ class TestThreadPages:
             await site.thread(str(uuid.uuid4()), owner="dev-ada", created_at=f"2026-01-01T00:00:0{second}+00:00")
         ada = await site.sign_in("ada")
         page = await ada.get("/threads?mine=1")
-        assert page.text.count('<td><a href="/threads/') == 3
+        assert page.text.count('<td data-label="Thread"><a href="/threads/') == 3
         assert "No threads match these filters." in (await ada.get("/threads?mine=1&state=failed")).text
 
     async def test_an_unknown_thread_is_a_404_page(self, site: Site) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 
 import pytest
@@ -115,3 +116,69 @@ class TestToggles:
         assert (await admin.send("PUT", "/api/v1/repositories/acme/widgets", {"coder": True})).status_code == 503
         listing = (await admin.get("/api/v1/repositories")).json()
         assert listing["installations"].startswith("GitHub cannot be reached")
+
+
+class TestByName:
+    async def test_enabling_a_repository_by_name_without_a_github_app(self, site: Site) -> None:
+        admin = await site.sign_in("root", admin=True)
+        answer = await admin.send("POST", "/api/v1/repositories", {"full_name": " acme/widgets ", "reviewer": True})
+        assert answer.status_code == 201, answer.text
+        assert answer.json() | {"private": None} == {
+            "full_name": "acme/widgets", "installed": None, "private": None, "enabled": True, "coder": True,
+            "reviewer": True, "autofix": False,
+            "budgets": {"run_usd": None, "run_model_calls": None, "repository_day_usd": None},
+        }  # fmt: skip
+        assert await site.accounts.repository("acme/widgets") == RepositorySettings(
+            full_name="acme/widgets", coder=True, reviewer=True, autofix=False
+        )
+
+    @pytest.mark.parametrize("name", ["widgets", "acme/widgets/extra", "acme/../x", "ac me/x", "", "/"])
+    async def test_a_name_not_of_the_form_owner_name_is_422_naming_the_field(self, site: Site, name: str) -> None:
+        admin = await site.sign_in("root", admin=True)
+        answer = await admin.send("POST", "/api/v1/repositories", {"full_name": name})
+        assert answer.status_code == 422
+        [error] = answer.json()["detail"]
+        assert error["loc"] == ["body", "full_name"]
+        assert "owner/name" in error["msg"]
+        assert await site.accounts.repositories() == []
+
+    async def test_with_a_github_app_it_must_be_installed_there(self, installed: Site) -> None:
+        admin = await installed.sign_in("root", admin=True)
+        refused = await admin.send("POST", "/api/v1/repositories", {"full_name": "acme/secret"})
+        assert refused.status_code == 422
+        assert refused.json()["detail"][0]["loc"] == ["body", "full_name"]
+        accepted = await admin.send("POST", "/api/v1/repositories", {"full_name": "acme/widgets"})
+        assert (accepted.status_code, accepted.json()["installed"]) == (201, True)
+
+    async def test_the_page_s_form_enables_it(self, site: Site) -> None:
+        admin = await site.sign_in("root", admin=True)
+        page = (await admin.get("/repositories")).text
+        assert 'name="full_name"' in page
+        answer = await admin.form("/repositories", {"full_name": "acme/widgets", "coder": "1", "autofix": "1"})
+        assert (answer.status_code, answer.headers["location"]) == (303, "/repositories?notice=acme/widgets%20enabled.")
+        stored = await site.accounts.repository("acme/widgets")
+        assert stored is not None
+        assert (stored.coder, stored.reviewer, stored.autofix) == (True, False, True)
+        assert '<th scope="row" id="repo-acme-widgets">acme/widgets' in (await admin.get("/repositories")).text
+
+    async def test_a_bad_name_in_the_form_is_shown_again_marked_with_its_message(self, site: Site) -> None:
+        admin = await site.sign_in("root", admin=True)
+        answer = await admin.form("/repositories", {"full_name": "acme widgets", "reviewer": "1"})
+        assert answer.status_code == 422
+        assert 'value="acme widgets"' in answer.text
+        assert 'aria-invalid="true" aria-describedby="full_name-error"' in answer.text
+        assert re.search(r'id="full_name-error">[^<]*not a repository name of the form owner/name', answer.text)
+        assert re.search(r'name="reviewer" value="1" checked', answer.text)
+        assert not re.search(r'name="coder" value="1" checked', answer.text)
+        assert await site.accounts.repositories() == []
+
+    async def test_others_are_told_who_enables_repositories_and_where(self, site_factory: SiteFactory) -> None:
+        site = await site_factory(dashboard={"admin_logins": ["root", "grace"]})
+        ada = await site.sign_in("ada")
+        page = await ada.get("/repositories")
+        assert page.status_code == 200
+        assert "<strong>root</strong>, <strong>grace</strong>" in page.text
+        assert 'name="full_name"' not in page.text
+        assert 'enables repositories on the <a href="/repositories">' in (await ada.get("/threads/new")).text
+        refused = await ada.send("POST", "/api/v1/repositories", {"full_name": "acme/widgets"})
+        assert refused.status_code == 403

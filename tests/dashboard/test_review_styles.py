@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import uuid
 
-from drydock.bus import Wake, subjects
+import pytest
+
+from drydock.bus import EventType, Wake, subjects
 from drydock.bus.streams import RUNS_STREAM
 from drydock.review.analysis import analyzer_thread
 from drydock.review.guidelines import Guideline, GuidelinesStore, Provenance
@@ -32,7 +34,14 @@ class TestReading:
         bob = await site.session("gh-2", "bob", repositories=("acme/widgets",))
         answer = await bob.get("/api/v1/review-styles")
         assert answer.json() == [
-            {"repository": "acme/widgets", "reviewer": True, "current": None, "latest": 1, "pending": 1}
+            {
+                "repository": "acme/widgets",
+                "reviewer": True,
+                "current": None,
+                "latest": 1,
+                "pending": 1,
+                "analyzer": None,
+            }
         ]
 
     async def test_one_repository_with_its_versions(self, site: Site) -> None:
@@ -128,3 +137,45 @@ class TestBootstrap:
         raw = await site.runtime.bus.js.get_last_msg(RUNS_STREAM, subjects.run(Role.ANALYZER, thread_id))
         assert raw.data is not None
         assert Wake.model_validate_json(raw.data).role is Role.ANALYZER
+
+
+class TestAnalyzerState:
+    async def test_never_asked(self, site: Site) -> None:
+        await site.enable(reviewer=True)
+        admin = await site.sign_in("root", admin=True)
+        assert (await admin.get("/api/v1/review-styles/acme/widgets")).json()["analyzer"] is None
+        assert (
+            'The analyzer: <span class="hint">never asked</span>'
+            in (await admin.get("/review-styles/acme/widgets")).text
+        )
+
+    @pytest.mark.parametrize(
+        ("events", "state"),
+        [
+            ((), "queued"),
+            ((EventType.STARTED,), "running"),
+            ((EventType.STARTED, EventType.ERROR), "failed"),
+            ((EventType.STARTED, EventType.COMPLETED), "done"),
+        ],
+    )
+    async def test_the_analyzer_thread_s_real_state_with_a_link(
+        self, site: Site, events: tuple[EventType, ...], state: str
+    ) -> None:
+        await site.enable(reviewer=True)
+        thread_id = analyzer_thread("github.com", "acme/widgets")
+        await site.thread(thread_id, kind=Role.ANALYZER)
+        for type in events:
+            await site.emit(thread_id, type)
+        admin = await site.sign_in("root", admin=True)
+        body = (await admin.get("/api/v1/review-styles/acme/widgets")).json()
+        assert body["analyzer"] == {"thread_id": thread_id, "state": state, "url": f"/threads/{thread_id}"}
+        [summary] = (await admin.get("/api/v1/review-styles")).json()
+        assert summary["analyzer"]["state"] == state
+        page = (await admin.get("/review-styles/acme/widgets")).text
+        link = f'<a href="/threads/{thread_id}"><span class="state state-{state}">{state}</span>'
+        assert link in page
+        assert ("Its last run failed" in page) == (state == "failed")
+        assert (
+            f'<a href="/threads/{thread_id}"><span class="state state-{state}">'
+            in (await admin.get("/review-styles")).text
+        )

@@ -53,11 +53,12 @@ class TestCreate:
         created = answer.json()
         thread_id = created["id"]
         assert uuid.UUID(thread_id).version == 4
-        assert created | {"created_at": None} == {
+        assert created | {"created_at": None, "last_activity": None} == {
             "id": thread_id, "kind": "coder", "channel": "dashboard", "repository": "acme/widgets", "owner": "dev-ada",
             "owner_login": "ada", "state": "queued", "title": "Fix add() in calc.py", "created_at": None,
-            "model": "gpt-5", "effort": None,
+            "model": "gpt-5", "effort": None, "outcome": None, "last_activity": None, "pull_request": None,
         }  # fmt: skip
+        assert created["last_activity"] >= created["created_at"]
         fields = await site.metadata.get(thread_id)
         assert (fields[KIND], fields[CHANNEL], fields[OWNER], fields[MODEL], fields[TITLE], fields[STATE]) == (
             "coder", "dashboard", "dev-ada", "gpt-5", "Fix add() in calc.py", "queued",

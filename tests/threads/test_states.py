@@ -61,3 +61,32 @@ class TestSet:
     async def test_a_missing_thread_gets_no_state(self, states: ThreadStates, thread_id: str) -> None:
         assert await states.set(thread_id, ThreadState.RUNNING) is False
         assert await states.get(thread_id) is None
+
+
+class TestActivityAndOutcome:
+    async def test_a_state_change_records_when_and_an_ended_run_its_outcome(
+        self, states: ThreadStates, redis: Redis, keys: Keys, thread_id: str
+    ) -> None:
+        await ThreadMetadataStore(redis, keys).create(thread_id, kind=Role.CODER)
+        started = event(thread_id, EventType.STARTED)
+        await states.observe(started)
+        fields = await redis.hgetall(keys.thread(thread_id))
+        assert fields["last_activity"] == started.at.isoformat()
+        assert "outcome" not in fields
+        for type, outcome in [(EventType.COMPLETED, "completed"), (EventType.ERROR, "failed")]:
+            ended = event(thread_id, type)
+            await states.observe(ended)
+            fields = await redis.hgetall(keys.thread(thread_id))
+            assert (fields["outcome"], fields["last_activity"]) == (outcome, ended.at.isoformat())
+        await states.observe(event(thread_id, EventType.STARTED))
+        assert await redis.hget(keys.thread(thread_id), "outcome") == "failed"
+
+    async def test_a_state_left_in_place_records_nothing(
+        self, states: ThreadStates, redis: Redis, keys: Keys, thread_id: str
+    ) -> None:
+        await ThreadMetadataStore(redis, keys).create(thread_id, kind=Role.CODER)
+        await states.set(thread_id, ThreadState.RUNNING)
+        before = await redis.hget(keys.thread(thread_id), "last_activity")
+        assert not await states.set(thread_id, ThreadState.QUEUED, unless=[ThreadState.RUNNING], outcome="x")
+        fields = await redis.hgetall(keys.thread(thread_id))
+        assert (fields["last_activity"], fields.get("outcome")) == (before, None)

@@ -163,6 +163,18 @@ class PullRequestRecords:
     async def of_thread(self, thread_id: str) -> list[PullRequestRecord]:
         return await self._load(cast(set[str], await self._redis.smembers(self._keys.thread_prs(thread_id))))
 
+    async def of_threads(self, thread_ids: list[str]) -> dict[str, list[PullRequestRecord]]:
+        """Each thread's pull requests (in two round trips, for a list of threads)."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for thread_id in thread_ids:
+                pipe.smembers(self._keys.thread_prs(thread_id))
+            found = cast(list[set[str]], await pipe.execute())
+        records = await self._load(set().union(*found)) if found else []
+        by_thread: dict[str, list[PullRequestRecord]] = {thread_id: [] for thread_id in thread_ids}
+        for record in records:
+            by_thread.setdefault(record.thread_id, []).append(record)
+        return by_thread
+
     async def _load(self, keys: set[str]) -> list[PullRequestRecord]:
         async with self._redis.pipeline(transaction=False) as pipe:
             for key in sorted(keys):

@@ -12,6 +12,7 @@ Anyone else gets a 403 page saying why, and no Drydock user, token or session is
 """
 
 import hmac
+import re
 import secrets
 from typing import Annotated
 from urllib.parse import quote
@@ -33,6 +34,7 @@ from services.dashboard.pages.rendering import Pages
 log = structlog.get_logger(__name__)
 
 DEV_LOGIN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,38}$"
+DEV_LOGIN_RULE = "a login is 1 to 39 letters, digits, '.', '_' or '-', starting with a letter or digit"
 
 
 class Me(BaseModel):
@@ -222,7 +224,7 @@ def routers(dashboard: Dashboard, pages: Pages) -> list[APIRouter]:
     @site.post("/auth/dev")
     async def dev_login(
         request: Request,
-        login: Annotated[str, Form(pattern=DEV_LOGIN)],
+        login: Annotated[str, Form(max_length=200)] = "",
         csrf_token: Annotated[str, Form()] = "",
         admin: Annotated[bool, Form()] = False,
         next: Annotated[str, Form()] = "/threads",
@@ -233,6 +235,12 @@ def routers(dashboard: Dashboard, pages: Pages) -> list[APIRouter]:
         expected = request.cookies.get(guard.login_cookie_name, "")
         if not expected or not hmac.compare_digest(csrf_token, expected):
             raise Forbidden("the sign-in form expired; reload the page")
+        if not re.fullmatch(DEV_LOGIN, login):
+            return pages.render(
+                request, "login.html", status=422, error="", methods=_methods(dashboard), target=local_path(next),
+                login_token=expected, typed_login=login, admin_ticked=admin,
+                errors={"login": DEV_LOGIN_RULE},
+            )  # fmt: skip
         identity = UserIdentity(user_id=f"dev-{login.lower()}", provider="dev", login=login, name=login)
         return await signin.complete(identity, admin=admin, target=next)
 

@@ -1,6 +1,7 @@
 """What every page module shares: who is signed in, rendering, redirects with a notice, and
 field errors of a form that failed validation."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -10,7 +11,7 @@ from fastapi.responses import RedirectResponse
 
 from services.dashboard.auth.guard import Principal
 from services.dashboard.context import Dashboard
-from services.dashboard.errors import Forbidden
+from services.dashboard.errors import Forbidden, Invalid
 from services.dashboard.pages.rendering import Pages
 
 EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh"]
@@ -41,9 +42,29 @@ def back(path: str, notice: str) -> RedirectResponse:
     return RedirectResponse(f"{path}?notice={quote(notice)}", status_code=303)
 
 
+def form_field(loc: Sequence[str | int]) -> str:
+    """The form field an error's location names: its last named part (``("body", "allowed_organizations",
+    0)`` is ``allowed_organizations``), and ``<role>_<field>`` for the team's per-role choices."""
+    parts = [part for part in loc if isinstance(part, str) and part not in {"body", "query", "path"}]
+    if len(parts) == 3 and parts[0] == "models":
+        return f"{parts[1]}_{parts[2]}"
+    return parts[-1] if parts else ""
+
+
+def form_errors(invalid: Invalid) -> dict[str, str]:
+    """An :class:`Invalid`'s messages by form field (the first one of each)."""
+    found: dict[str, str] = {}
+    for error in invalid.errors:
+        found.setdefault(form_field(error.loc), error.msg)
+    return found
+
+
 def field_errors(error: ValueError) -> dict[str, str]:
-    """A pydantic validation error's messages by field name, for a form."""
+    """A pydantic validation error's messages by form field."""
     errors = getattr(error, "errors", None)
     if not callable(errors):
         return {"": str(error)}
-    return {str(detail["loc"][-1]) if detail["loc"] else "": str(detail["msg"]) for detail in errors()}
+    found: dict[str, str] = {}
+    for detail in errors():
+        found.setdefault(form_field(detail["loc"]), str(detail["msg"]).removeprefix("Value error, "))
+    return found

@@ -31,6 +31,12 @@ def router(dashboard: Dashboard, pages: Pages, threads: Threads) -> APIRouter:
             raise NotFound("no such file")
         return FileResponse(path, media_type=STATIC_TYPES[path.suffix], headers={"Cache-Control": "max-age=300"})
 
+    @site.get("/favicon.ico")
+    async def favicon() -> Response:
+        return FileResponse(
+            STATIC / "favicon.svg", media_type=STATIC_TYPES[".svg"], headers={"Cache-Control": "max-age=86400"}
+        )
+
     thread_pages.routes(site, kit, threads)
     settings_pages.routes(site, kit)
     review_style_pages.routes(site, kit)

@@ -31,6 +31,12 @@ def _when(value: datetime | str | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value.tzinfo else value.isoformat(sep=" ")
 
 
+def _with_typed(choices: list[str], typed: str | None) -> list[str]:
+    """A select's choices, plus the value that was sent if it is none of them (so that a form
+    shown again with an error keeps it, marked invalid)."""
+    return [*choices, typed] if typed and typed not in choices else choices
+
+
 class Pages:
     def __init__(self) -> None:
         self._env = jinja2.Environment(
@@ -42,6 +48,7 @@ class Pages:
         )
         self._env.filters["when"] = _when
         self._env.filters["markdown"] = markdown
+        self._env.globals["with_typed"] = _with_typed
 
     def render(
         self,
@@ -80,7 +87,9 @@ _TITLES = {
     403: "Not allowed",
     404: "Not found",
     409: "Not now",
+    405: "Not here",
     422: "Check your input",
+    500: "Something went wrong",
     502: "GitHub answered with an error",
     503: "Try again shortly",
 }

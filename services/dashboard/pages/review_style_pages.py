@@ -5,7 +5,7 @@ import re
 from fastapi import APIRouter, Request, Response
 
 from services.dashboard.errors import Invalid, NotFound
-from services.dashboard.pages.common import PageKit, back
+from services.dashboard.pages.common import PageKit, back, form_errors
 from services.dashboard.pages.forms import read_form
 from services.dashboard.review_styles.schemas import DecisionIn, EditIn, RuleIO
 from services.dashboard.review_styles.service import ReviewStyles
@@ -25,7 +25,9 @@ def routes(site: APIRouter, kit: PageKit) -> None:
     @site.get("/review-styles/{owner}/{name}")
     async def review_style(request: Request, owner: str, name: str) -> Response:
         principal = await kit.signed_in(request)
-        return kit.render(request, "review_style.html", principal, style=await styles.get(principal, owner, name))
+        return kit.render(
+            request, "review_style.html", principal, style=await styles.get(principal, owner, name), errors={}
+        )
 
     @site.post("/review-styles/{owner}/{name}/versions")
     async def edit_review_style(request: Request, owner: str, name: str) -> Response:
@@ -38,10 +40,16 @@ def routes(site: APIRouter, kit: PageKit) -> None:
                 rules.append(RuleIO(text=match.group("text")[:2000], category=match.group("category")))
         based_on = form.text("based_on")
         try:
-            change = EditIn(rules=rules, based_on=int(based_on) if based_on.isdigit() else None)
-        except ValueError:
-            raise Invalid.field(("body", "rules"), "write between 1 and 100 rules, one per line") from None
-        saved = await styles.edit(principal, owner, name, change)
+            try:
+                change = EditIn(rules=rules, based_on=int(based_on) if based_on.isdigit() else None)
+            except ValueError:
+                raise Invalid.field(("body", "rules"), "write between 1 and 100 rules, one per line") from None
+            saved = await styles.edit(principal, owner, name, change)
+        except Invalid as invalid:
+            return kit.render(
+                request, "review_style.html", principal, 422, style=await styles.get(principal, owner, name),
+                typed_rules=form.text("rules"), errors={"rules": "; ".join(form_errors(invalid).values())},
+            )  # fmt: skip
         return back(f"/review-styles/{owner}/{name}", f"Saved version {saved.version}.")
 
     @site.post("/review-styles/{owner}/{name}/versions/{version}/{decision}")
@@ -59,4 +67,7 @@ def routes(site: APIRouter, kit: PageKit) -> None:
         principal = await kit.administrator(request)
         await read_form(request, guard, principal)
         started = await styles.bootstrap(principal, owner, name)
-        return back(f"/review-styles/{owner}/{name}", f"The analyzer is learning {started.repository}'s guidelines.")
+        return back(
+            f"/review-styles/{owner}/{name}",
+            f"Asked the analyzer to learn {started.repository}'s guidelines; its state is shown below.",
+        )

@@ -9,11 +9,11 @@ from drydock.roles import Role
 from services.dashboard.auth.guard import Principal
 from services.dashboard.budgets.schemas import RepositoryBudgetsIO, TeamBudgetsIO
 from services.dashboard.errors import Invalid
-from services.dashboard.pages.common import EFFORTS, PageKit, back, field_errors
+from services.dashboard.pages.common import EFFORTS, PageKit, back, field_errors, form_errors
 from services.dashboard.pages.forms import read_form
 from services.dashboard.profiles.schemas import LinkCodeOut, ProfileIn
 from services.dashboard.profiles.service import Profiles
-from services.dashboard.repositories.schemas import RepositoryIn
+from services.dashboard.repositories.schemas import RepositoryAdd, RepositoryIn
 from services.dashboard.repositories.service import Repositories
 from services.dashboard.team.schemas import RoleModelIO, TeamIO
 from services.dashboard.team.service import Team
@@ -29,11 +29,12 @@ def routes(site: APIRouter, kit: PageKit) -> None:
         errors: dict[str, str],
         status: int = 200,
         link_code: LinkCodeOut | None = None,
+        values: dict[str, str] | None = None,
     ) -> Response:
         return kit.render(
             request, "profile.html", principal, status, profile=await profiles.get(principal),
             models=list(dashboard.catalog.ids), efforts=EFFORTS,
-            errors=errors, link_code=link_code,
+            errors=errors, link_code=link_code, values=values or {},
         )  # fmt: skip
 
     def linkable(form_value: str) -> Provider:
@@ -50,6 +51,9 @@ def routes(site: APIRouter, kit: PageKit) -> None:
     async def save_profile(request: Request) -> Response:
         principal = await kit.signed_in(request)
         form = await read_form(request, guard, principal)
+        typed = {name: form.text(name) for name in ("default_repository", "model", "effort", "branch_prefix")} | {
+            name: "1" if form.checked(name) else "" for name in ("draft_prs", "auto_open_pr", "autofix")
+        }
         try:
             await profiles.save(
                 principal,
@@ -61,9 +65,9 @@ def routes(site: APIRouter, kit: PageKit) -> None:
                 ),
             )  # fmt: skip
         except Invalid as invalid:
-            return await profile_page(request, principal, invalid.by_field(), 422)
+            return await profile_page(request, principal, form_errors(invalid), 422, values=typed)
         except ValueError as error:
-            return await profile_page(request, principal, field_errors(error), 422)
+            return await profile_page(request, principal, field_errors(error), 422, values=typed)
         return back("/profile", "Profile saved.")
 
     @site.post("/profile/link-codes")
@@ -95,10 +99,27 @@ def routes(site: APIRouter, kit: PageKit) -> None:
     # Team defaults
 
     async def team_page(
-        request: Request, principal: Principal, values: TeamIO, errors: dict[str, str], status: int = 200
+        request: Request,
+        principal: Principal,
+        errors: dict[str, str],
+        status: int = 200,
+        typed: dict[str, str] | None = None,
     ) -> Response:
+        saved = await team.get()
+        values = {
+            "allowed_organizations": " ".join(saved.allowed_organizations),
+            "mention_handle": saved.mention_handle or "",
+            "default_repository": saved.default_repository or "",
+        }
+        for role in Role:
+            choice = saved.models.get(role)
+            values[f"{role}_model"] = (choice.model if choice else None) or ""
+            values[f"{role}_effort"] = (choice.effort if choice else None) or ""
+        for name in TeamBudgetsIO.model_fields:
+            limit = getattr(saved.budgets, name)
+            values[f"budget_{name}"] = "" if limit is None else str(limit)
         return kit.render(
-            request, "team.html", principal, status, team=values, roles=[role.value for role in Role],
+            request, "team.html", principal, status, values=values | (typed or {}), roles=[role.value for role in Role],
             models=list(dashboard.catalog.ids), efforts=EFFORTS,
             errors=errors,
         )  # fmt: skip
@@ -106,12 +127,20 @@ def routes(site: APIRouter, kit: PageKit) -> None:
     @site.get("/team")
     async def team_defaults(request: Request) -> Response:
         principal = await kit.signed_in(request)
-        return await team_page(request, principal, await team.get(), {})
+        return await team_page(request, principal, {})
 
     @site.post("/team")
     async def save_team(request: Request) -> Response:
         principal = await kit.administrator(request)
         form = await read_form(request, guard, principal)
+        typed = {
+            name: form.text(name)
+            for name in (
+                "allowed_organizations", "mention_handle", "default_repository",
+                *(f"{role}_{part}" for role in Role for part in ("model", "effort")),
+                *(f"budget_{name}" for name in TeamBudgetsIO.model_fields),
+            )
+        }  # fmt: skip
         try:
             change = TeamIO(
                 default_repository=form.optional("default_repository"),
@@ -127,17 +156,49 @@ def routes(site: APIRouter, kit: PageKit) -> None:
             )  # fmt: skip
             await team.save(change)
         except Invalid as invalid:
-            return await team_page(request, principal, await team.get(), invalid.by_field(), 422)
+            return await team_page(request, principal, form_errors(invalid), 422, typed)
         except ValueError as error:
-            return await team_page(request, principal, await team.get(), field_errors(error), 422)
+            return await team_page(request, principal, field_errors(error), 422, typed)
         return back("/team", "Team defaults saved.")
 
     # Repositories
 
+    async def repositories_page(
+        request: Request, principal: Principal, errors: dict[str, str], values: dict[str, str], status: int = 200
+    ) -> Response:
+        if not principal.admin:
+            return kit.render(
+                request, "repositories.html", principal, status, listing=None,
+                administrators=dashboard.settings.dashboard.admin_logins, errors={}, values={}, app=False,
+            )  # fmt: skip
+        return kit.render(
+            request, "repositories.html", principal, status, listing=await repositories.listing(),
+            administrators=[], errors=errors, values=values, app=dashboard.installations.configured,
+        )  # fmt: skip
+
     @site.get("/repositories")
     async def repository_list(request: Request) -> Response:
+        principal = await kit.signed_in(request)
+        return await repositories_page(request, principal, {}, {})
+
+    @site.post("/repositories")
+    async def add_repository(request: Request) -> Response:
         principal = await kit.administrator(request)
-        return kit.render(request, "repositories.html", principal, listing=await repositories.listing())
+        form = await read_form(request, guard, principal)
+        values = {"full_name": form.text("full_name")} | {
+            toggle: "1" if form.checked(toggle) else "" for toggle in ("coder", "reviewer", "autofix")
+        }
+        try:
+            change = RepositoryAdd(
+                full_name=values["full_name"], coder=form.checked("coder"), reviewer=form.checked("reviewer"),
+                autofix=form.checked("autofix"),
+            )  # fmt: skip
+            saved = await repositories.add(change)
+        except Invalid as invalid:
+            return await repositories_page(request, principal, form_errors(invalid), values, 422)
+        except ValueError as error:
+            return await repositories_page(request, principal, field_errors(error), values, 422)
+        return back("/repositories", f"{saved.full_name} enabled.")
 
     @site.post("/repositories/{owner}/{name}")
     async def save_repository(request: Request, owner: str, name: str) -> Response:

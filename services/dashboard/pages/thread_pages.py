@@ -2,6 +2,7 @@
 follow-up and stop forms, and the live fragments its script appends."""
 
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlencode
@@ -11,15 +12,15 @@ from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
 
 from drydock.bus import EventType
 from drydock.roles import Role
-from drydock.threads.states import ThreadState
+from drydock.threads.states import EVENT_STATES, ThreadState
 from services.dashboard.auth.guard import Principal
 from services.dashboard.errors import Invalid
 from services.dashboard.pages.common import EFFORTS, PageKit, back, field_errors
 from services.dashboard.pages.forms import read_form
 from services.dashboard.threads.diff_view import file_diffs
 from services.dashboard.threads.events import StoredEvent
-from services.dashboard.threads.schemas import EventOut, ThreadCreate, ThreadDetail
-from services.dashboard.threads.service import Filters, Threads, changed_files, event_out
+from services.dashboard.threads.schemas import EventOut, ThreadCreate, ThreadDetail, ThreadSummary
+from services.dashboard.threads.service import Filters, Threads, as_of, changed_files, event_out
 from services.dashboard.threads.sse import EncodedEvents
 from services.dashboard.threads.timeline import END_TYPES, Run, shown, step_of, timeline
 
@@ -46,14 +47,16 @@ def working(event: EventOut) -> str | None:
     return "Thinking…"
 
 
+LIST_EVENTS = frozenset({*EVENT_STATES, EventType.MESSAGE_POSTED})
+"""The run events that change a thread's row in the list (its state, outcome, pull request)."""
+
+
 def routes(site: APIRouter, kit: PageKit, threads: Threads) -> None:
     dashboard, pages, guard = kit.dashboard, kit.pages, kit.dashboard.guard
 
-    @site.get("/threads")
-    async def thread_list(request: Request) -> Response:
-        principal = await kit.signed_in(request)
+    def list_filters(request: Request, principal: Principal) -> Filters:
         query = request.query_params
-        filters = Filters(
+        return Filters(
             repository=query.get("repository"),
             channel=query.get("channel"),
             state=query.get("state"),
@@ -61,14 +64,66 @@ def routes(site: APIRouter, kit: PageKit, threads: Threads) -> None:
             kind=query.get("kind"),
             cursor=query.get("cursor"),
         )
-        listed = await threads.page(principal, filters)
+
+    @site.get("/threads")
+    async def thread_list(request: Request) -> Response:
+        principal = await kit.signed_in(request)
+        query = request.query_params
+        listed = await threads.page(principal, list_filters(request, principal))
         kept = {key: value for key, value in query.items() if key != "cursor" and value}
         next_url = f"/threads?{urlencode(kept | {'cursor': listed.next_cursor})}" if listed.next_cursor else None
+        first_page = not query.get("cursor")
+        live = {"ids": ",".join(thread.id for thread in listed.threads)} | kept | ({"new": "1"} if first_page else {})
         return kit.render(
             request, "threads.html", principal, threads=listed.threads, next_url=next_url, filters=kept,
             states=[state.value for state in ThreadState], channels=["github", "slack", "linear", "dashboard"],
-            kinds=[role.value for role in Role], first_page=not query.get("cursor"),
+            kinds=[role.value for role in Role], first_page=first_page, live_url=f"/threads/live?{urlencode(live)}",
         )  # fmt: skip
+
+    @site.get("/threads/live")
+    async def thread_list_live(request: Request, ids: str = "", new: str = "") -> Response:
+        """The list's rows as they change (server-sent events): on connecting, every listed row as
+        it is now; then a row each time one of its threads starts or ends a run or posts, and on
+        the first page (``new``) the threads that appear and match the filters."""
+        principal = await kit.signed_in(request)
+        filters = list_filters(request, principal)
+        known = {thread_id for thread_id in ids.split(",")[: 2 * dashboard.settings.dashboard.page_size] if thread_id}
+        heartbeat = dashboard.settings.dashboard.event_heartbeat.total_seconds()
+        lifetime = dashboard.settings.dashboard.event_stream_lifetime.total_seconds()
+
+        def item(thread: ThreadSummary, *, added: bool = False) -> str:
+            html = pages.fragment("thread_row.html", thread=thread)
+            return f"event: thread\ndata: {json.dumps({'id': thread.id, 'new': added, 'html': html})}\n\n"
+
+        async def body() -> AsyncIterator[str]:
+            yield "retry: 1000\n\n"
+            deadline = time.monotonic() + lifetime
+            async with threads.events.every_thread() as feed:
+                for thread_id in sorted(known):
+                    row = await threads.row(principal, thread_id)
+                    if row is not None:
+                        yield item(row)
+                while (left := deadline - time.monotonic()) > 0:
+                    stored = await feed.next(min(heartbeat, left))
+                    if stored is None:
+                        yield ": keep-alive\n\n"
+                        continue
+                    event = stored.event
+                    if event.type not in LIST_EVENTS or (event.thread_id not in known and not new):
+                        continue
+                    row = await threads.row(principal, event.thread_id)
+                    if row is None:
+                        continue
+                    row = as_of(row, event)
+                    if event.thread_id in known:
+                        yield item(row)
+                    elif filters.admits(row):
+                        known.add(event.thread_id)
+                        yield item(row, added=True)
+
+        return StreamingResponse(
+            body(), media_type="text/event-stream", headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        )
 
     async def new_thread_form(
         request: Request, principal: Principal, *, errors: dict[str, str], values: dict[str, str], status: int = 200

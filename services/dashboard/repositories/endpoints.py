@@ -7,7 +7,7 @@ from fastapi import APIRouter, Depends, Response
 from services.dashboard.auth.guard import Principal
 from services.dashboard.context import Dashboard
 from services.dashboard.errors import responses
-from services.dashboard.repositories.schemas import RepositoriesOut, RepositoryIn, RepositoryOut
+from services.dashboard.repositories.schemas import RepositoriesOut, RepositoryAdd, RepositoryIn, RepositoryOut
 from services.dashboard.repositories.service import Repositories
 
 
@@ -21,6 +21,10 @@ def router(dashboard: Dashboard) -> APIRouter:
     @api.get("", responses=responses(), summary="Repositories and their agents (administrators)")
     async def list_repositories(principal: Admin) -> RepositoriesOut:
         return await repositories.listing()
+
+    @api.post("", status_code=201, responses=responses(422, 502, 503), summary="Enable a repository by its name")
+    async def add_repository(principal: AdminWriter, change: RepositoryAdd) -> RepositoryOut:
+        return await repositories.add(change)
 
     @api.put("/{owner}/{name}", responses=responses(422, 502, 503), summary="Enable a repository or change its agents")
     async def enable_repository(principal: AdminWriter, owner: str, name: str, change: RepositoryIn) -> RepositoryOut:

@@ -37,3 +37,9 @@ class RepositoryIn(BaseModel):
     budgets: RepositoryBudgetsIO = Field(
         default_factory=RepositoryBudgetsIO, description="Overrides of the team's limits (empty: the team's)."
     )
+
+
+class RepositoryAdd(RepositoryIn):
+    """A repository to enable by its name (with a GitHub App, the App must be installed on it)."""
+
+    full_name: str = Field(max_length=200, description="owner/name")

@@ -7,15 +7,15 @@ from drydock.accounts import RepositorySettings, repository_name
 from services.dashboard.budgets.schemas import RepositoryBudgetsIO
 from services.dashboard.context import Dashboard
 from services.dashboard.errors import DashboardError, Invalid, NotFound
-from services.dashboard.repositories.schemas import RepositoriesOut, RepositoryIn, RepositoryOut
+from services.dashboard.repositories.schemas import RepositoriesOut, RepositoryAdd, RepositoryIn, RepositoryOut
 
 
-def full_name(owner: str, name: str) -> str:
-    """``owner/name`` from path parameters; :class:`Invalid` if it is not a repository name."""
+def full_name(owner: str, name: str, *, at: tuple[str, ...] = ("path", "name")) -> str:
+    """``owner/name``; :class:`Invalid` at ``at`` if it is not a repository name."""
     try:
         return repository_name(f"{owner}/{name}")
     except ValueError as error:
-        raise Invalid.field(("path", "name"), str(error)) from None
+        raise Invalid.field(at, str(error)) from None
 
 
 class Repositories:
@@ -41,10 +41,17 @@ class Repositories:
                 rows[key] = _row(settings.full_name, settings, installed=known, private=None)
         return RepositoriesOut(repositories=[rows[key] for key in sorted(rows)], installations=status)
 
-    async def enable(self, owner: str, name: str, change: RepositoryIn) -> RepositoryOut:
+    async def add(self, change: RepositoryAdd) -> RepositoryOut:
+        """Enable a repository named ``owner/name`` (how one is enabled without a GitHub App)."""
+        owner, _, name = change.full_name.strip().partition("/")
+        return await self.enable(owner, name, change, at=("body", "full_name"))
+
+    async def enable(
+        self, owner: str, name: str, change: RepositoryIn, *, at: tuple[str, ...] = ("path", "name")
+    ) -> RepositoryOut:
         """Enable the repository with these toggles (or change them). With a GitHub App configured
         the App must be installed on it."""
-        repository = full_name(owner, name)
+        repository = full_name(owner, name, at=at)
         installed: bool | None = None
         private: bool | None = None
         if self._installations.configured:
@@ -53,7 +60,7 @@ class Repositories:
                 found = {repo.full_name.lower(): repo for repo in await self._installations.repositories(fresh=True)}
             repo = found.get(repository.lower())
             if repo is None:
-                raise Invalid.field(("path", "name"), f"the GitHub App is not installed on {repository}")
+                raise Invalid.field(at, f"the GitHub App is not installed on {repository}")
             repository, installed, private = repo.full_name, True, repo.private
         settings = RepositorySettings(
             full_name=repository,

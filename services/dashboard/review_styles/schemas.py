@@ -29,10 +29,22 @@ class VersionOut(BaseModel):
     note: str
 
 
+class AnalyzerOut(BaseModel):
+    """The analyzer's thread for a repository, as it is now."""
+
+    thread_id: str
+    state: str = Field(
+        description="queued (asked, no run yet), running, done (its last run completed or hit its step "
+        "limit), failed or stopped."
+    )
+    url: str = Field(description="The thread's dashboard page.")
+
+
 class ReviewStyleOut(BaseModel):
     repository: str
     current: int | None = Field(description="The version the reviewer applies: the newest approved one.")
     bootstrap: str | None = Field(description="The analyzer's bootstrap: requested, insufficient, done; null: never.")
+    analyzer: AnalyzerOut | None = Field(default=None, description="The analyzer's thread; null: never asked.")
     versions: list[VersionOut] = Field(description="Newest first.")
 
 
@@ -42,6 +54,7 @@ class ReviewStyleSummary(BaseModel):
     current: int | None
     latest: int | None
     pending: int = Field(description="Versions waiting for approval.")
+    analyzer: AnalyzerOut | None = Field(default=None, description="The analyzer's thread; null: never asked.")
 
 
 class EditIn(BaseModel):

@@ -5,12 +5,16 @@ decide and start analyses (an edit is a new version approved by its author)."""
 
 from __future__ import annotations
 
+from drydock.review.analysis import analyzer_thread
 from drydock.review.guidelines import Guideline, GuidelinesVersion, UnknownVersion
+from drydock.threads.fields import STATE
+from drydock.threads.states import ThreadState
 from services.dashboard.auth.guard import Principal
 from services.dashboard.context import Dashboard
 from services.dashboard.errors import Forbidden, Invalid, NotFound
 from services.dashboard.repositories.service import full_name
 from services.dashboard.review_styles.schemas import (
+    AnalyzerOut,
     BootstrapOut,
     DecisionIn,
     EditIn,
@@ -42,6 +46,18 @@ class ReviewStyles:
         self._d = dashboard
         self._guidelines = dashboard.guidelines
 
+    async def _analyzer(self, repository: str) -> AnalyzerOut | None:
+        """The analyzer thread's real state (not the bootstrap's request flag, which stays
+        ``requested`` when its run failed)."""
+        thread_id = analyzer_thread(self._d.settings.github.host, repository)
+        fields = await self._d.metadata.find(thread_id)
+        if fields is None:
+            return None
+        state = fields.get(STATE) or ThreadState.QUEUED.value
+        return AnalyzerOut(
+            thread_id=thread_id, state="done" if state == ThreadState.IDLE else state, url=f"/threads/{thread_id}"
+        )
+
     async def _repository(self, principal: Principal, owner: str, name: str) -> str:
         repository = full_name(owner, name)
         settings = await self._d.accounts.repository(repository)
@@ -65,6 +81,7 @@ class ReviewStyles:
                     current=current,
                     latest=history[0].version if history else None,
                     pending=sum(item.approval.state.value == "pending" for item in history),
+                    analyzer=await self._analyzer(settings.full_name),
                 )
             )
         return found
@@ -76,6 +93,7 @@ class ReviewStyles:
             repository=repository,
             current=next((item.version for item in history if item.approved), None),
             bootstrap=await self._d.bootstrap_state(repository),
+            analyzer=await self._analyzer(repository),
             versions=[version_out(item) for item in history],
         )
 

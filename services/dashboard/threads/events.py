@@ -79,3 +79,32 @@ class ThreadEvents:
                 except NatsTimeout:
                     continue
                 yield StoredEvent(message.metadata.sequence.stream, RunEvent.model_validate_json(message.data))
+
+    @contextlib.asynccontextmanager
+    async def every_thread(self) -> AsyncIterator[EventFeed]:
+        """The events of every thread stored from now on (the consumer exists once entered), for
+        the live thread list."""
+        subscription = await self._js.subscribe(
+            f"{subjects.EVENT}.*.*",
+            stream=EVENTS_STREAM,
+            ordered_consumer=True,
+            config=ConsumerConfig(deliver_policy=DeliverPolicy.NEW),
+        )
+        try:
+            yield EventFeed(subscription)
+        finally:
+            with contextlib.suppress(Exception):
+                await subscription.unsubscribe()
+
+
+@dataclass(frozen=True)
+class EventFeed:
+    subscription: JetStreamContext.PushSubscription
+
+    async def next(self, quiet: float) -> StoredEvent | None:
+        """The next event, or ``None`` after ``quiet`` seconds without one."""
+        try:
+            message = await self.subscription.next_msg(timeout=quiet)
+        except NatsTimeout:
+            return None
+        return StoredEvent(message.metadata.sequence.stream, RunEvent.model_validate_json(message.data))

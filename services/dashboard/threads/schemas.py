@@ -10,6 +10,24 @@ from pydantic import BaseModel, ConfigDict, Field
 REPOSITORY = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
 
 
+class CheckOut(BaseModel):
+    name: str
+    outcome: str = Field(description="The conclusion once completed (success, failure, …), else the status.")
+    url: str | None = None
+
+
+class PullRequestOut(BaseModel):
+    repository: str
+    number: int
+    url: str
+    state: str = Field(description="open, closed or merged: as GitHub says when the App may read it, else as recorded.")
+    branch: str
+    checks: list[CheckOut] | None = Field(
+        default=None, description="The latest run of each check on its branch; null: not read (no GitHub App)."
+    )
+    checks_error: str | None = Field(default=None, description="Why the checks could not be read.")
+
+
 class ThreadSummary(BaseModel):
     id: str
     kind: str = Field(description="coder, reviewer or analyzer.")
@@ -18,8 +36,15 @@ class ThreadSummary(BaseModel):
     owner: str | None = Field(description="The Drydock user who started it, when known.")
     owner_login: str | None = None
     state: str | None = Field(description="queued, running, idle, failed or stopped; null: no run yet.")
+    outcome: str | None = Field(
+        default=None, description="How its last finished run ended: completed, step_limit, failed or stopped."
+    )
     title: str
     created_at: datetime | None
+    last_activity: datetime | None = Field(
+        default=None, description="When a run last started or ended, or a message was handed to it."
+    )
+    pull_request: PullRequestOut | None = Field(default=None, description="Its newest pull request, if any.")
     model: str | None = None
     effort: str | None = None
 
@@ -44,24 +69,6 @@ class EventOut(BaseModel):
     at: datetime
     data: dict[str, Any]
     state: str | None = Field(default=None, description="The thread's state after this event, if it changes it.")
-
-
-class CheckOut(BaseModel):
-    name: str
-    outcome: str = Field(description="The conclusion once completed (success, failure, …), else the status.")
-    url: str | None = None
-
-
-class PullRequestOut(BaseModel):
-    repository: str
-    number: int
-    url: str
-    state: str = Field(description="open, closed or merged: as GitHub says when the App may read it, else as recorded.")
-    branch: str
-    checks: list[CheckOut] | None = Field(
-        default=None, description="The latest run of each check on its branch; null: not read (no GitHub App)."
-    )
-    checks_error: str | None = Field(default=None, description="Why the checks could not be read.")
 
 
 class SandboxOut(BaseModel):

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from drydock.accounts import repository_name
-from drydock.bus import BusUnavailable
+from drydock.bus import BusUnavailable, RunEvent
 from drydock.bus.envelopes import Author, Channel, InboxMessage, ReplyAddress, Trigger
 from drydock.channels.errors import OutboundFailed
 from drydock.roles import Role
@@ -31,7 +31,9 @@ from drydock.threads.fields import (
     CREATED_AT,
     EFFORT,
     KIND,
+    LAST_ACTIVITY,
     MODEL,
+    OUTCOME,
     OWNER,
     REPLY_TO,
     REPOSITORY,
@@ -43,7 +45,7 @@ from drydock.threads.fields import (
 from drydock.threads.handoff import hand_off
 from drydock.threads.index import InvalidCursor, ThreadQuery, Visibility
 from drydock.threads.pr_records import PullRequestRecord
-from drydock.threads.states import EVENT_STATES, ThreadState
+from drydock.threads.states import EVENT_OUTCOMES, EVENT_STATES, ThreadState
 from drydock.usage.ledger import UsageLedger, UsageTotals
 from services.dashboard.auth.guard import Principal
 from services.dashboard.choices import blank_to_none, model_errors
@@ -92,6 +94,14 @@ class Filters:
         self.limit = limit
         self.cursor = blank_to_none(cursor)
 
+    def admits(self, thread: ThreadSummary) -> bool:
+        """Whether the thread matches these filters (for threads that appear in a live list)."""
+        wanted = {
+            "kind": self.kind, "channel": self.channel, "repository": self.repository, "owner": self.owner,
+            "state": self.state,
+        }  # fmt: skip
+        return all(value is None or getattr(thread, name) == value for name, value in wanted.items())
+
 
 def title_of(fields: dict[str, str]) -> str:
     if fields.get(TITLE):
@@ -111,15 +121,22 @@ def title_of(fields: dict[str, str]) -> str:
     return f"{fields.get(KIND, 'thread')} on {repository}" if repository else f"{fields.get(KIND, 'thread')} thread"
 
 
-def _created(fields: dict[str, str]) -> datetime | None:
+def _moment(fields: dict[str, str], name: str) -> datetime | None:
     try:
-        return datetime.fromisoformat(fields[CREATED_AT]) if fields.get(CREATED_AT) else None
+        return datetime.fromisoformat(fields[name]) if fields.get(name) else None
     except ValueError:
         return None
 
 
-def summary(thread_id: str, fields: dict[str, str], logins: dict[str, str]) -> ThreadSummary:
+def newest(pull_requests: list[PullRequestOut]) -> PullRequestOut | None:
+    return max(pull_requests, key=lambda pr: pr.number, default=None)
+
+
+def summary(
+    thread_id: str, fields: dict[str, str], logins: dict[str, str], pull_request: PullRequestOut | None = None
+) -> ThreadSummary:
     owner = fields.get(OWNER) or None
+    created = _moment(fields, CREATED_AT)
     return ThreadSummary(
         id=thread_id,
         kind=fields.get(KIND, ""),
@@ -128,10 +145,25 @@ def summary(thread_id: str, fields: dict[str, str], logins: dict[str, str]) -> T
         owner=owner,
         owner_login=logins.get(owner) if owner else None,
         state=fields.get(STATE) or None,
+        outcome=fields.get(OUTCOME) or None,
         title=title_of(fields),
-        created_at=_created(fields),
+        created_at=created,
+        last_activity=_moment(fields, LAST_ACTIVITY) or created,
+        pull_request=pull_request,
         model=fields.get(MODEL) or None,
         effort=fields.get(EFFORT) or None,
+    )
+
+
+def as_of(thread: ThreadSummary, event: RunEvent) -> ThreadSummary:
+    """The thread's entry with what ``event`` changes, which the worker records in Redis just
+    after publishing it: a list following the events must not show the state before it."""
+    state = EVENT_STATES.get(event.type)
+    if state is None:
+        return thread
+    outcome = EVENT_OUTCOMES.get(event.type)
+    return thread.model_copy(
+        update={"state": state.value, "outcome": outcome or thread.outcome, "last_activity": event.at}
     )
 
 
@@ -216,9 +248,33 @@ class Threads:
             found: list[dict[str, str]] = await pipe.execute()
         rows = [(thread_id, fields) for thread_id, fields in zip(page.thread_ids, found, strict=True) if fields]
         logins = await self._logins([fields.get(OWNER, "") for _, fields in rows])
+        records = await self._d.records.of_threads([thread_id for thread_id, _ in rows])
         return ThreadList(
-            threads=[summary(thread_id, fields, logins) for thread_id, fields in rows], next_cursor=page.next_cursor
+            threads=[
+                summary(thread_id, fields, logins, newest([self._pull_request(r) for r in records[thread_id]]))
+                for thread_id, fields in rows
+            ],
+            next_cursor=page.next_cursor,
         )
+
+    def _pull_request(self, record: PullRequestRecord) -> PullRequestOut:
+        web = self._d.settings.dashboard.github_web_url or f"https://{self._d.settings.github.host}"
+        return PullRequestOut(
+            repository=record.repository,
+            number=record.number,
+            url=f"{web}/{record.repository}/pull/{record.number}",
+            state=record.state.value,
+            branch=record.branch,
+        )
+
+    async def row(self, principal: Principal, thread_id: str) -> ThreadSummary | None:
+        """One thread's list entry, for the live list; ``None`` if it is gone or not for this person."""
+        fields = await self._d.metadata.find(thread_id) if _is_id(thread_id) else None
+        if fields is None or not await self._may_see(principal, fields):
+            return None
+        logins = await self._logins([fields.get(OWNER, "")])
+        pull_requests = [self._pull_request(record) for record in await self._d.records.of_thread(thread_id)]
+        return summary(thread_id, fields, logins, newest(pull_requests))
 
     async def _logins(self, user_ids: list[str]) -> dict[str, str]:
         wanted = sorted({user_id for user_id in user_ids if user_id})
@@ -229,12 +285,11 @@ class Threads:
         fields = await self._visible(principal, thread_id)
         events = await self.events.history(thread_id)
         messages = (await self._inbox.read_after(thread_id))[-MESSAGES_LIMIT:]
-        records = await self._d.records.of_thread(thread_id)
-        web = self._d.settings.dashboard.github_web_url or f"https://{self._d.settings.github.host}"
+        pull_requests = [self._pull_request(record) for record in await self._d.records.of_thread(thread_id)]
         logins = await self._logins([fields.get(OWNER, "")])
         changes = await self.changes.get(thread_id)
         return ThreadDetail(
-            **summary(thread_id, fields, logins).model_dump(),
+            **summary(thread_id, fields, logins, newest(pull_requests)).model_dump(),
             messages=[
                 MessageOut(
                     seq=stored.seq,
@@ -246,7 +301,7 @@ class Threads:
                 for stored in messages
             ],
             events=[event_out(stored) for stored in events],
-            pull_requests=[await self._pull_request(record, web) for record in records],
+            pull_requests=[await self._with_checks(pull_request) for pull_request in pull_requests],
             sandbox=await self._sandbox(fields.get(SANDBOX_ID) or ""),
             changed_files=[change.path for change in changes.files] if changes else changed_files(events),
             changes=ChangesOut.model_validate(asdict(changes)) if changes else None,
@@ -258,24 +313,15 @@ class Threads:
         paused = await Continuations(self._d.runtime.redis, self._d.runtime.keys).paused(thread_id)
         return f"Paused at {paused.limit_text}: {paused.spent_text}." if paused is not None else None
 
-    async def _pull_request(self, record: PullRequestRecord, web: str) -> PullRequestOut:
-        checks, error, state = None, None, record.state.value
-        if self.checks.configured:
-            try:
-                status = await self.checks.of(record.repository, record.number)
-            except OutboundFailed as failure:
-                error = str(failure)
-            else:
-                checks, state = status.checks, status.state
-        return PullRequestOut(
-            repository=record.repository,
-            number=record.number,
-            url=f"{web}/{record.repository}/pull/{record.number}",
-            state=state,
-            branch=record.branch,
-            checks=checks,
-            checks_error=error,
-        )
+    async def _with_checks(self, recorded: PullRequestOut) -> PullRequestOut:
+        """The pull request as GitHub has it now, with its checks, where the App may read them."""
+        if not self.checks.configured:
+            return recorded
+        try:
+            status = await self.checks.of(recorded.repository, recorded.number)
+        except OutboundFailed as failure:
+            return recorded.model_copy(update={"checks_error": str(failure)})
+        return recorded.model_copy(update={"checks": status.checks, "state": status.state})
 
     async def run_usage(self, run_ids: list[str]) -> dict[str, UsageTotals]:
         """Each run's usage as the ledger recorded it (none for a run it no longer keeps)."""

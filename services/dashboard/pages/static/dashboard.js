@@ -107,3 +107,37 @@
     }
   }
 })();
+
+// --- The thread list, live (server-sent events): each message is a thread's row as it is now.
+(function () {
+  "use strict";
+  var table = document.querySelector("[data-live-list]");
+  if (!table || !window.EventSource) { return; }
+  var body = table.tBodies[0];
+  var status = document.getElementById("list-status");
+  var source = new EventSource(table.getAttribute("data-live-list"));
+
+  function rowOf(html) {
+    var holder = document.createElement("tbody");
+    holder.innerHTML = html.trim();
+    return holder.firstElementChild;
+  }
+
+  source.onopen = function () { if (status) { status.textContent = "This list updates live."; } };
+  source.onerror = function () { if (status) { status.textContent = "Reconnecting…"; } };
+  source.addEventListener("thread", function (message) {
+    var item = JSON.parse(message.data);
+    var row = rowOf(item.html);
+    if (!row) { return; }
+    var current = Array.prototype.find.call(body.rows, function (candidate) {
+      return candidate.getAttribute("data-thread") === item.id;
+    });
+    if (current) {
+      current.replaceWith(row);
+    } else if (item.new) {
+      body.insertBefore(row, body.firstElementChild);
+      var none = document.getElementById("no-threads");
+      if (none) { none.remove(); }
+    }
+  });
+})();
