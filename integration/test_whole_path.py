@@ -89,7 +89,7 @@ class TestWholePathOnPods:
         stage.conversations.add(
             marker,
             Script()
-            .tool_call("execute", command=_fix(FIX_BRANCH))
+            .tool_call("execute", command=f"{_fix(FIX_BRANCH)} && git ls-remote --get-url origin")
             .tool_call("open_pull_request", title="Fix add()", body=f"Fixes #{FIX_ISSUE}.", head=FIX_BRANCH)
             .tool_call("github_comment", body="I fixed `add()` and opened a pull request.")
             .reply("Fixed add(), opened the pull request and replied on the issue."),
@@ -121,7 +121,11 @@ class TestWholePathOnPods:
         pushes = [seen for seen in stage.git.requests if seen.path.endswith("git-receive-pack")]
         assert pushes
         assert all(seen.token in stage.github.state.tokens for seen in pushes)
-        assert "OK" in _tool_results(stage, marker)[0], "the tests ran and passed in the sandbox pod"
+        executed = _tool_results(stage, marker)[0]
+        assert "OK" in executed, "the tests ran and passed in the sandbox pod"
+        proxy = f"http://{RELEASE.name}-credential-proxy.{RELEASE.namespace}.svc.cluster.local:8081/"
+        assert proxy in executed, f"git in the sandbox pod goes to the credential-proxy Service: {executed}"
+        assert not any(token in executed for token in stage.github.state.tokens)
 
         # The run happened in a pod of the provider's making, and the coder-worker pod ran it.
         sandbox_id = await stage.sandbox_id(thread)
@@ -245,25 +249,29 @@ class TestWholePathOnPods:
         assert second_pod["metadata"]["name"] in output, "the second turn ran in the new pod"
 
     async def test_a_new_thread_claims_the_pod_the_warm_pool_started(self, stage: ClusterStage) -> None:
-        def idle() -> list[dict[str, Any]]:
-            return [
-                pod
-                for pod in stage.sandbox_pods("drydock.dev/origin=warm-pool")
-                if _running(pod) and "drydock.dev/thread" not in pod["metadata"]["labels"]
-            ]
+        idle_key = stage.runtime.keys.warm_pool_idle(RELEASE.sandbox_namespace)
 
-        waiting = await eventually(lambda: _async(idle()), within=RUN_WITHIN, what="an idle warm-pool pod")
-        names = {pod["metadata"]["name"] for pod in waiting}
+        async def idle() -> set[str] | None:
+            """The sandboxes (pods) the pool holds ready to be claimed, once it holds one."""
+            return {str(name) for name in await stage.runtime.redis.lrange(idle_key, 0, -1)} or None
+
+        names = await eventually(idle, within=RUN_WITHIN, what="an idle warm-pool pod")
+        for name in names:
+            [pod] = stage.sandbox_pods(f"drydock.dev/sandbox={name}")
+            assert _running(pod)
+            assert "drydock.dev/thread" not in pod["metadata"]["labels"], "started for no thread"
         marker = "[path: warm]"
         stage.conversations.add(marker, Script().tool_call("execute", command="hostname").reply("Ran in my sandbox."))
         thread = _thread(WARM_ISSUE)
         await stage.deliver_github("issue_comment", stage.mention(WARM_ISSUE, f"@drydock where do you run? {marker}"))
         await eventually(lambda: stage.completed(thread), within=RUN_WITHIN, what="the run in a warm pod")
         hostname = _tool_results(stage, marker)[-1].strip().splitlines()[0]
-        assert hostname in names, (hostname, names)
         claimed = await stage.sandbox_id(thread)
         [pod] = stage.sandbox_pods(f"drydock.dev/sandbox={claimed}")
         assert pod["metadata"]["name"] == hostname
+        labels = pod["metadata"]["labels"]
+        assert hostname in names, (hostname, names, labels)
+        assert labels["drydock.dev/origin"] == "warm-pool"
         print(json.dumps({"claimed warm pod": hostname}))
 
 
