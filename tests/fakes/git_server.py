@@ -84,8 +84,9 @@ class GitServer:
     """``async with GitServer(root, authorize=…) as server:`` serves the bare repositories under
     ``root`` at ``server.base_url``. ``authorize=None`` serves everyone, anonymously."""
 
-    def __init__(self, root: Path, *, authorize: Authorize | None = None) -> None:
+    def __init__(self, root: Path, *, authorize: Authorize | None = None, host: str = "127.0.0.1") -> None:
         self.root = root
+        self.host = host
         self._authorize = authorize
         self.requests: list[SeenRequest] = []
         self._runner: web.AppRunner | None = None
@@ -95,7 +96,7 @@ class GitServer:
     def base_url(self) -> str:
         if self._port is None:
             raise RuntimeError("GitServer is not serving; use it as an async context manager")
-        return f"http://127.0.0.1:{self._port}"
+        return f"http://{self.host}:{self._port}"
 
     def repository_path(self, full_name: str) -> Path:
         return self.root / f"{full_name}.git"
@@ -127,7 +128,7 @@ class GitServer:
         # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that name it, and without
         # it every reused keep-alive connection waits ~40 ms for a delayed ACK.
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((self.host, 0))
         await web.SockSite(self._runner, sock).start()
         self._port = sock.getsockname()[1]
         return self

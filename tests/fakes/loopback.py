@@ -27,9 +27,13 @@ class _Server(uvicorn.Server):
 
 
 class LoopbackServer:
-    def __init__(self, app: FastAPI, *, lifespan: bool = False, http: HttpSettings | None = None) -> None:
-        """``http``: serve as the services do by those settings (read deadline, keep-alive)."""
+    def __init__(
+        self, app: FastAPI, *, lifespan: bool = False, http: HttpSettings | None = None, host: str = "127.0.0.1"
+    ) -> None:
+        """``http``: serve as the services do by those settings (read deadline, keep-alive); ``host``:
+        the address to listen on (loopback, or the address a cluster's pods reach this machine at)."""
         self._app = app
+        self._host = host
         self._lifespan = lifespan
         self._http = http
         self._socket: socket.socket | None = None
@@ -49,7 +53,7 @@ class LoopbackServer:
         # Accepted connections inherit it; without it a pre-bound socket answers small
         # requests only after the peer's delayed ACK (~40 ms per request on loopback).
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((self._host, 0))
         self._socket = sock
         lifespan: Literal["on", "off"] = "on" if self._lifespan else "off"
         if self._http is not None:

@@ -351,7 +351,7 @@ class ScriptedModelServer:
 
     ``latency`` delays every answer without a latency of its own; ``api_key`` makes the server
     answer 401 to requests without ``Authorization: Bearer <api_key>``; ``responder`` picks each
-    answer from the request instead of the scripts' order.
+    answer from the request instead of the scripts' order; ``host``: the address to listen on.
     """
 
     def __init__(
@@ -362,9 +362,10 @@ class ScriptedModelServer:
         latency: float = 0.0,
         api_key: str | None = None,
         responder: Responder | None = None,
+        host: str = "127.0.0.1",
     ) -> None:
         self._state = _State(script or Script(), dict(scripts or {}), latency, api_key, responder)
-        self._server = LoopbackServer(_create_app(self._state))
+        self._server = LoopbackServer(_create_app(self._state), host=host)
 
     @property
     def base_url(self) -> str:

@@ -68,9 +68,9 @@ class FakeGitHub(LoopbackServer):
     """``async with FakeGitHub() as github:`` serves the fake at ``github.base_url`` (the REST
     API root, as ``https://api.github.com`` or ``https://HOST/api/v3`` would be)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, host: str = "127.0.0.1") -> None:
         self.state = GitHubState()
-        super().__init__(create_app(self.state))
+        super().__init__(create_app(self.state), host=host)
 
     def create_app(self, slug: str = "drydock") -> App:
         """Register a GitHub App; its ``private_key_pem`` is what Drydock is configured with."""
