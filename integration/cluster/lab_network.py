@@ -215,13 +215,26 @@ def _gateway_present() -> bool:
     return f"inet {BRIDGE_GATEWAY}/" in shown
 
 
+BRIDGE_POD = "lab-bridge"
+"""A pause pod started on a fresh lab, whose only purpose is to make the CNI plugin create the bridge."""
+
+
 def wait_for_gateway() -> None:
-    """Wait until the lab bridge carries its gateway address (the CNI plugin adds it with the first pod)."""
+    """Wait until the lab bridge carries its gateway address; the CNI plugin adds it with the first
+    pod, so on a fresh lab a pause pod is started for it and deleted once the address is there."""
+    started = False
+    if not _gateway_present():
+        kubectl("run", BRIDGE_POD, "--namespace", "default", "--image=localhost/pause:lab", "--image-pull-policy=Never")
+        started = True
     deadline = time.monotonic() + GATEWAY_WAIT
-    while not _gateway_present():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the lab bridge has no {BRIDGE_GATEWAY} after {GATEWAY_WAIT:g} s: start a pod first")
-        time.sleep(0.5)
+    try:
+        while not _gateway_present():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the lab bridge has no {BRIDGE_GATEWAY} after {GATEWAY_WAIT:g} s")
+            time.sleep(0.5)
+    finally:
+        if started:
+            kubectl("delete", "pod", BRIDGE_POD, "--namespace", "default", "--wait=false")
 
 
 async def main() -> None:
