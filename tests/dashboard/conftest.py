@@ -112,7 +112,7 @@ class Site:
         return Person(client, user_id, login, session.csrf)
 
     async def enable(self, repository: str = REPOSITORY_NAME, **toggles: bool) -> None:
-        await self.accounts.save_repository(RepositorySettings(full_name=repository, **toggles))
+        await self.accounts.save_repository(RepositorySettings.model_validate({"full_name": repository, **toggles}))
 
     async def thread(
         self,
