@@ -36,6 +36,7 @@ from redis.asyncio import Redis
 
 from drydock.accounts.models import RepositorySettings, UserProfile
 from drydock.bus.envelopes import ReplyAddress
+from drydock.channels.text import without_mentions
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import Purpose, ServerKeys
 
@@ -44,7 +45,7 @@ HOLD_TTL = timedelta(days=7)
 MAX_HOLDS_LISTED = 20
 ZERO_ID = "0" * 40
 
-_SHAPE = re.compile(r"^\s*(@[A-Za-z0-9][A-Za-z0-9_.-]*)[\s,:]+approve\s*[.!]?\s*$", re.IGNORECASE)
+_COMMAND = re.compile(r"[,:]?\s*approve\s*[.!]?", re.IGNORECASE)
 
 # KEYS: record. ARGV: the MAC it must still have ('' : it must not exist), ttl ms, field/value pairs.
 _SWAP = """
@@ -58,15 +59,14 @@ return 1
 _SWAP_ATTEMPTS = 5
 
 
-def looks_like_command(text: str) -> bool:
-    """Whether ``text`` has the approve command's shape for any handle."""
-    return _SHAPE.match(text) is not None
-
-
-def parse_command(text: str, handle: str) -> bool:
-    """Whether ``text`` is the command ``{handle} approve`` (the whole message, a trailing period aside)."""
-    found = _SHAPE.match(text)
-    return found is not None and found.group(1).lower() == handle.lower()
+def parse_command(text: str, handle: str, *, addressed: bool = False) -> bool:
+    """Whether ``text`` is the command ``approve`` addressed to the agent: the whole message once
+    mentions of ``handle`` (or Slack's mention of the bot) are removed, in a message that mentions
+    it or is ``addressed`` to it (a direct message)."""
+    rest = without_mentions(text, handle)
+    if rest is None:
+        rest = " ".join(text.split()) if addressed else None
+    return rest is not None and _COMMAND.fullmatch(rest) is not None
 
 
 def plan_required(repository: RepositorySettings | None, owner: UserProfile | None) -> bool:
