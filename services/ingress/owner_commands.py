@@ -13,11 +13,10 @@ from dataclasses import dataclass
 import structlog
 from redis.asyncio import Redis
 
-from drydock.bus import Bus, BusUnavailable, EventType, RunEvent
-from drydock.errors import describe
+from drydock.bus import Bus
 from drydock.infra.server_keys import ServerKeys, ServerKeysError
 from drydock.runtime import Runtime
-from drydock.threads.approvals import NOT_OWNER_TEXT, Approvals, Approved, is_owner
+from drydock.threads.approvals import NOT_OWNER_TEXT, Approvals, Approved, announce, is_owner
 from drydock.threads.metadata import ThreadMetadataStore
 
 log = structlog.get_logger(__name__)
@@ -31,20 +30,6 @@ class Outcome:
 
     approved: Approved | None = None
     answer: str | None = None
-
-
-async def announce(bus: Bus, thread_id: str, approved: Approved, *, by: str, via: str) -> None:
-    """The ``approved`` event on the thread (the dashboard shows it); a bus outage is logged."""
-    data = {
-        "by": by,
-        "via": via,
-        "plan": approved.plan.revision if approved.plan else None,
-        "pushes": [hold.change for hold in approved.pushes],
-    }
-    try:
-        await bus.emit(RunEvent(thread_id=thread_id, run_id="", type=EventType.APPROVED, data=data))
-    except BusUnavailable as error:
-        log.error("approved event not published", thread_id=thread_id, error=describe(error))
 
 
 @dataclass(frozen=True)

@@ -32,13 +32,18 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import cast
 
+import structlog
 from redis.asyncio import Redis
 
 from drydock.accounts.models import RepositorySettings, UserProfile
+from drydock.bus import Bus, BusUnavailable, EventType, RunEvent
 from drydock.bus.envelopes import ReplyAddress
 from drydock.channels.text import without_mentions
+from drydock.errors import describe
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import Purpose, ServerKeys
+
+log = structlog.get_logger(__name__)
 
 PLAN_TTL = timedelta(days=30)
 HOLD_TTL = timedelta(days=7)
@@ -403,3 +408,17 @@ def plan_notice(plan: Plan, handle: str) -> str:
         f"{plan.text()}\n\nI will not change the repository until this thread's owner approves: reply "
         f"`{handle} approve`, or reply with changes and I'll revise the plan."
     )
+
+
+async def announce(bus: Bus, thread_id: str, approved: Approved, *, by: str, via: str) -> None:
+    """The ``approved`` event on the thread (the dashboard shows it); a bus outage is logged."""
+    data = {
+        "by": by,
+        "via": via,
+        "plan": approved.plan.revision if approved.plan else None,
+        "pushes": [hold.change for hold in approved.pushes],
+    }
+    try:
+        await bus.emit(RunEvent(thread_id=thread_id, run_id="", type=EventType.APPROVED, data=data))
+    except BusUnavailable as error:
+        log.error("approved event not published", thread_id=thread_id, error=describe(error))

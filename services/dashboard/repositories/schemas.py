@@ -13,6 +13,10 @@ class RepositoryOut(BaseModel):
     coder: bool
     reviewer: bool
     autofix: bool
+    plan_approval: bool = Field(description="The coder's changes wait for the thread owner's approval of its plan.")
+    protected_paths: list[str] = Field(
+        description="gitignore patterns; a push changing a match waits for the thread owner's approval."
+    )
 
 
 class RepositoriesOut(BaseModel):
@@ -31,3 +35,9 @@ class RepositoryIn(BaseModel):
     coder: bool = True
     reviewer: bool = False
     autofix: bool = False
+    plan_approval: bool = False
+    protected_paths: list[str] | None = Field(
+        default=None,
+        max_length=50,
+        description="gitignore patterns (at most 50); null: the default, .github/workflows/**; []: none.",
+    )

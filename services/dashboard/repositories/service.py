@@ -3,7 +3,10 @@ the coder, the reviewer and autofix work there. Administrators only."""
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 from drydock.accounts import RepositorySettings, repository_name
+from drydock.accounts.models import DEFAULT_PROTECTED_PATHS
 from services.dashboard.context import Dashboard
 from services.dashboard.errors import DashboardError, Invalid, NotFound
 from services.dashboard.repositories.schemas import RepositoriesOut, RepositoryIn, RepositoryOut
@@ -54,9 +57,14 @@ class Repositories:
             if repo is None:
                 raise Invalid.field(("path", "name"), f"the GitHub App is not installed on {repository}")
             repository, installed, private = repo.full_name, True, repo.private
-        settings = RepositorySettings(
-            full_name=repository, coder=change.coder, reviewer=change.reviewer, autofix=change.autofix
-        )
+        paths = DEFAULT_PROTECTED_PATHS if change.protected_paths is None else tuple(change.protected_paths)
+        try:
+            settings = RepositorySettings(
+                full_name=repository, coder=change.coder, reviewer=change.reviewer, autofix=change.autofix,
+                plan_approval=change.plan_approval, protected_paths=paths,
+            )  # fmt: skip
+        except ValidationError as error:
+            raise Invalid.from_validation(error) from None
         await self._accounts.save_repository(settings)
         return _row(repository, settings, installed=installed, private=private)
 
@@ -77,4 +85,6 @@ def _row(
         coder=settings.coder if settings else False,
         reviewer=settings.reviewer if settings else False,
         autofix=settings.autofix if settings else False,
+        plan_approval=settings.plan_approval if settings else False,
+        protected_paths=list(settings.protected_paths if settings else DEFAULT_PROTECTED_PATHS),
     )
