@@ -36,12 +36,15 @@ import structlog
 from redis.asyncio import Redis
 
 from drydock.accounts.models import RepositorySettings, UserProfile
+from drydock.accounts.store import AccountsStore
 from drydock.bus import Bus, BusUnavailable, EventType, RunEvent
 from drydock.bus.envelopes import ReplyAddress
 from drydock.channels.text import without_mentions
+from drydock.config import Settings
 from drydock.errors import describe
 from drydock.infra.redis import Keys
-from drydock.infra.server_keys import Purpose, ServerKeys
+from drydock.infra.server_keys import Purpose, ServerKeys, ServerKeysError
+from drydock.threads.metadata import ThreadMetadataStore
 
 log = structlog.get_logger(__name__)
 
@@ -422,3 +425,53 @@ async def announce(bus: Bus, thread_id: str, approved: Approved, *, by: str, via
         await bus.emit(RunEvent(thread_id=thread_id, run_id="", type=EventType.APPROVED, data=data))
     except BusUnavailable as error:
         log.error("approved event not published", thread_id=thread_id, error=describe(error))
+
+
+PLAN_REQUIRED_TEXT = (
+    "Plan approval is on for this thread: change nothing in the repository yet. Investigate read-only, write your "
+    "todo list with write_todos, call submit_plan with a short description and the same steps, then end your turn "
+    "and wait for the owner's approval."
+)
+
+
+class PlanGate:
+    """Plan approval as the coder's tools see it: whether the thread's changes wait for its
+    owner's approval, and the refusal a writing tool answers with while they do. The credential
+    proxy enforces the same rule on pushes (``services/credential_proxy/approval_gates.py``)."""
+
+    def __init__(self, approvals: Approvals, accounts: AccountsStore, metadata: ThreadMetadataStore) -> None:
+        self.approvals = approvals
+        self.accounts = accounts
+        self._metadata = metadata
+
+    @classmethod
+    def create(cls, redis: Redis, keys: Keys, settings: Settings) -> PlanGate | None:
+        """The gate on ``settings``' stores; ``None`` without ``DRYDOCK_CRYPTO_KEYS`` (no approval
+        can be signed, and the proxy, which needs them, refuses nothing of this kind either)."""
+        try:
+            server_keys = ServerKeys.from_settings(settings.crypto)
+        except ServerKeysError:
+            return None
+        accounts = AccountsStore(redis, keys, host=settings.github.host)
+        return cls(Approvals(redis, keys, server_keys), accounts, ThreadMetadataStore(redis, keys))
+
+    async def required(self, thread_id: str, repository: str | None) -> bool:
+        if repository is None:
+            return False
+        owner = (await self._metadata.find(thread_id) or {}).get("owner", "")
+        profile = await self.accounts.profile(owner) if owner else None
+        return plan_required(await self.accounts.repository(repository), profile)
+
+    async def refusal(self, thread_id: str, repository: str | None) -> str | None:
+        """Why the thread may not change the repository yet; ``None`` when it may."""
+        if not await self.required(thread_id, repository):
+            return None
+        plan = await self.approvals.plan(thread_id)
+        if plan is None:
+            return PLAN_REQUIRED_TEXT
+        if not plan.approved:
+            return (
+                f"Refused: plan revision {plan.revision} is waiting for this thread owner's approval. End your turn "
+                "and wait; if they reply with changes, revise the plan and call submit_plan again."
+            )
+        return None
