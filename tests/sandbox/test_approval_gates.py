@@ -22,6 +22,7 @@ from redis.asyncio import Redis
 from drydock.accounts import AccountsStore
 from drydock.accounts.models import RepositorySettings
 from drydock.bus import Bus, EventType, RunEvent
+from drydock.bus.envelopes import Channel, ReplyAddress
 from drydock.bus.streams import EVENTS_STREAM
 from drydock.config import SandboxSettings, Settings, load_settings
 from drydock.credentials import ProxyCredentials
@@ -39,6 +40,7 @@ from drydock.threads.metadata import ThreadMetadataStore
 from services.credential_proxy.server import Listening, serving
 from tests.fakes.git_server import GitServer, git, isolated_git_env
 from tests.fakes.github import FakeGitHub
+from tests.fakes.github.activity import activity_of
 
 pytestmark = pytest.mark.usefixtures("bwrap")
 
@@ -137,10 +139,19 @@ def accounts(redis: Redis, keys: Keys) -> AccountsStore:
     return AccountsStore(redis, keys, host="github.com")
 
 
+ISSUE = 7
+
+
 @pytest.fixture
-async def thread(metadata: ThreadMetadataStore) -> str:
+async def thread(metadata: ThreadMetadataStore, github: FakeGitHub) -> str:
+    """A coder thread started from issue #7 of the repository, owned by ``OWNER``."""
+    activity_of(github.state).open_issue(REPOSITORY, ISSUE)
+    reply_to = ReplyAddress(
+        channel=Channel.GITHUB, address={"host": "github.com", "repository": REPOSITORY, "number": str(ISSUE)}
+    )
     thread_id = str(uuid.uuid4())
-    await metadata.create(thread_id, kind=Role.CODER, fields={"repository": REPOSITORY, "owner": OWNER})
+    fields = {"repository": REPOSITORY, "owner": OWNER, "reply_to": reply_to.model_dump_json()}
+    await metadata.create(thread_id, kind=Role.CODER, fields=fields)
     return thread_id
 
 
@@ -173,6 +184,12 @@ async def upstream_head(upstream: GitServer, branch: str, tmp_path: Path) -> str
         return (await git("--git-dir", str(bare), "log", "-1", "--format=%s", branch, env=env)).strip()
     except Exception:
         return None
+
+
+def notices(github: FakeGitHub, change: str) -> list[str]:
+    """The notices posted on the thread's issue about the held push ``change``."""
+    comments = activity_of(github.state).comments_on(REPOSITORY, ISSUE)
+    return [comment.body for comment in comments if f"change `{change[:12]}`" in comment.body]
 
 
 async def last_event(bus: Bus, thread_id: str, event: EventType) -> RunEvent:
@@ -238,6 +255,7 @@ class TestProtectedPaths:
         approvals: Approvals,
         upstream: GitServer,
         bus: Bus,
+        github: FakeGitHub,
         tmp_path: Path,
     ) -> None:
         await accounts.save_repository(RepositorySettings(full_name=REPOSITORY))
@@ -253,11 +271,15 @@ class TestProtectedPaths:
         assert (hold.paths, hold.approved) == ((WORKFLOW,), False)
         held = await last_event(bus, thread, EventType.PUSH_HELD)
         assert (held.data["change"], held.data["paths"]) == (hold.change, [WORKFLOW])
+        (notice,) = notices(github, hold.change)
+        assert f"changes protected paths: `{WORKFLOW}`" in notice
+        assert "reply `@drydock approve`" in notice
 
         code, output = await push_again(sandbox, branch)
         assert code != 0
         assert "held for the thread owner's approval" in output
         assert len(await approvals.pushes(thread)) == 1
+        assert len(notices(github, hold.change)) == 1
 
         await approvals.approve(thread, by=OWNER)
         code, output = await push_again(sandbox, branch)
