@@ -154,9 +154,8 @@ async def _announce(ctx: ProxyContext, grant: Grant, hold: PushHold) -> None:
     if address is None or ctx.notices is None:
         return
     try:
-        await ctx.notices.reply(
-            address, held_push_notice(hold, await handle(ctx)), effect=f"push-held-{hold.change[:16]}"
-        )
+        text = held_push_notice(hold, await handle(ctx))
+        await ctx.notices.reply(address, text, effect=f"push-held-{hold.change[:16]}", approve_button=True)
     except ChannelNotConfigured as error:
         log.warning("push hold notice not posted", thread_id=grant.thread_id, error=describe(error))
     except Exception as error:

@@ -37,6 +37,7 @@ class PostedMessage:
     thread_ts: str | None
     user: str
     metadata: dict[str, Any] | None = None
+    blocks: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -139,8 +140,18 @@ def _post_message(slack: SlackState, arguments: dict[str, Any]) -> JSONResponse:
         isinstance(metadata, dict) and isinstance(metadata.get("event_type"), str) and "event_payload" in metadata
     ):
         return _error("invalid_metadata_schema")
+    blocks = arguments.get("blocks")
+    if isinstance(blocks, str):
+        try:
+            blocks = json.loads(blocks)
+        except ValueError:
+            return _error("invalid_blocks_format")
+    if blocks is not None and not (
+        isinstance(blocks, list) and all(isinstance(b, dict) and "type" in b for b in blocks)
+    ):
+        return _error("invalid_blocks")
     ts = slack.next_ts()
-    posted = PostedMessage(channel, ts, text, thread_ts, BOT_USER, metadata)
+    posted = PostedMessage(channel, ts, text, thread_ts, BOT_USER, metadata, blocks)
     slack.messages[(channel, ts)] = posted
     return JSONResponse({"ok": True, "channel": channel, "ts": ts, "message": _message_json(posted, metadata=False)})
 

@@ -14,6 +14,7 @@ from drydock.accounts import Provider
 from drydock.bus import EventType, RunEvent
 from drydock.bus.streams import EVENTS_STREAM
 from drydock.channels.outbound import Outbound
+from drydock.channels.slack.reply import APPROVE_ACTION
 from drydock.config import Settings
 from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role
@@ -96,3 +97,29 @@ class TestApproveInTheSourceChannel:
         assert stored.data is not None
         event = RunEvent.model_validate_json(stored.data)
         assert (event.data["by"], event.data["plan"], event.data["pushes"]) == ("user-ada", 1, [change])
+
+
+class TestApproveButton:
+    async def test_the_owner_presses_approve_in_slack(
+        self, stage: tuple[RunningIngress, FakeSlack], server_keys: ServerKeys, repo: str
+    ) -> None:
+        running, slack = stage
+        at, request = mention(slack, f"fix the build repo:{ORG}/{repo}", user="U0ADA")
+        assert (await running.send(request)).status_code == 200
+        thread_id = ids.slack_thread(fake_slack.TEAM, CHANNEL, at)
+        approvals = Approvals(running.ingress.runtime.redis, running.keys, server_keys)
+        await approvals.submit_plan(thread_id, "Fix the build", [{"content": "pin the compiler"}])
+        notice = slack.state.add_message(CHANNEL, "Plan (revision 1)", user=fake_slack.BOT_USER, thread_ts=at)
+
+        def press(user: str) -> signing.SignedRequest:
+            payload = fake_slack.block_actions(CHANNEL, notice, APPROVE_ACTION, "approve", user=user, thread_ts=at)
+            return signing.slack_interaction(SLACK_SECRET, payload)
+
+        assert (await running.send(press("U0BOB"))).status_code == 200
+        plan = await approvals.plan(thread_id)
+        assert plan is not None
+        assert not plan.approved
+        assert (await running.send(press("U0ADA"))).status_code == 200
+        plan = await approvals.plan(thread_id)
+        assert plan is not None
+        assert plan.approved_by == "user-ada"

@@ -14,7 +14,10 @@ from redis.asyncio import Redis
 from drydock.accounts import AccountsStore
 from drydock.accounts.models import RepositorySettings, UserProfile
 from drydock.bus import Bus, EventType, RunEvent
+from drydock.bus.envelopes import Channel, ReplyAddress
 from drydock.bus.streams import EVENTS_STREAM
+from drydock.channels.outbound import Outbound
+from drydock.channels.slack.reply import APPROVE_ACTION
 from drydock.config import Settings
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import ServerKeys
@@ -23,6 +26,8 @@ from drydock.roles import Role
 from drydock.threads.approvals import PLAN_REQUIRED_TEXT, Approvals, PlanGate
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.tools import build_tools
+from tests.fakes.slack import TEAM, FakeSlack
+from tests.tools.channel_fixtures import configured
 from tests.tools.conftest import REPOSITORY, MakeContext
 
 
@@ -71,6 +76,31 @@ class TestSubmitPlan:
         await ThreadMetadataStore(redis, keys).create(thread_id, kind=Role.CODER, fields={"owner": "user-bo"})
         answer = await invoke(make_context, "submit_plan", description="Fix add()", steps=["edit calc.py"])
         assert answer["submitted"] is True
+
+
+class TestPostedInSlack:
+    async def test_the_plan_is_posted_in_the_thread_with_an_approve_button(
+        self, make_context: MakeContext, settings: Settings, redis: Redis, keys: Keys, thread_id: str
+    ) -> None:
+        await plan_approval_on(redis, keys, thread_id)
+        async with FakeSlack() as slack:
+            outbound = Outbound.from_settings(
+                configured(settings, slack={"bot_token": slack.state.token, "api_url": slack.api_url})
+            )
+            root = slack.state.add_message("C0GENERAL", "<@U0DRYBOT> fix the widget")
+            address = ReplyAddress(
+                channel=Channel.SLACK, address={"team": TEAM, "channel": "C0GENERAL", "thread_ts": root}
+            )
+            (tool,) = build_tools(["submit_plan"], make_context(reply_to=address, outbound=outbound))
+            answer = await tool.ainvoke({"description": "Fix the widget", "steps": ["edit widget.py", "test it"]})
+            await outbound.aclose()
+        assert answer["posted"] is True
+        (posted,) = [m for m in slack.state.messages.values() if m.thread_ts == root]
+        assert "**Plan (revision 1)**" in posted.text
+        assert "1. edit widget.py" in posted.text
+        assert posted.blocks is not None
+        (button,) = posted.blocks[1]["elements"]
+        assert (button["action_id"], button["value"]) == (APPROVE_ACTION, "approve")
 
 
 class TestWritingToolsRefuse:

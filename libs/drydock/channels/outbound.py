@@ -92,16 +92,25 @@ class Outbound:
             raise ChannelNotConfigured(f"no credentials to answer on {channel.value}")
         return found
 
-    async def reply(self, address: ReplyAddress, text: str, *, effect: str | None = None) -> None:
-        """Post ``text`` to the conversation at ``address``, marked with ``effect`` where the channel allows."""
-        await self._replies_for(address.channel).reply(address, text, effect=effect)
+    async def reply(
+        self, address: ReplyAddress, text: str, *, effect: str | None = None, approve_button: bool = False
+    ) -> None:
+        """Post ``text`` to the conversation at ``address``, marked with ``effect`` where the channel
+        allows; ``approve_button`` adds the owner's Approve button where the channel has buttons (Slack)."""
+        replies = self._replies_for(address.channel)
+        if approve_button and isinstance(replies, SlackReplies):
+            await replies.reply_with_approve(address, text, effect=effect)
+        else:
+            await replies.reply(address, text, effect=effect)
 
-    async def reply_once(self, effects: Effects, address: ReplyAddress, text: str) -> None:
+    async def reply_once(
+        self, effects: Effects, address: ReplyAddress, text: str, *, approve_button: bool = False
+    ) -> None:
         """Post ``text`` at ``address`` once for the current tool call, however often it is replayed."""
         replies = self._replies_for(address.channel)
 
         async def post(effect: str) -> dict[str, object]:
-            await replies.reply(address, text, effect=effect)
+            await self.reply(address, text, effect=effect, approve_button=approve_button)
             return {"channel": address.channel.value}
 
         async def find(effect: str) -> dict[str, object] | None:

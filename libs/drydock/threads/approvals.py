@@ -39,6 +39,7 @@ from drydock.accounts.models import RepositorySettings, UserProfile
 from drydock.accounts.store import AccountsStore
 from drydock.bus import Bus, BusUnavailable, EventType, RunEvent
 from drydock.bus.envelopes import ReplyAddress
+from drydock.channels.slack.reply import APPROVE_ACTION
 from drydock.channels.text import without_mentions
 from drydock.config import Settings
 from drydock.errors import describe
@@ -70,7 +71,9 @@ _SWAP_ATTEMPTS = 5
 def parse_command(text: str, handle: str, *, addressed: bool = False) -> bool:
     """Whether ``text`` is the command ``approve`` addressed to the agent: the whole message once
     mentions of ``handle`` (or Slack's mention of the bot) are removed, in a message that mentions
-    it or is ``addressed`` to it (a direct message)."""
+    it or is ``addressed`` to it (a direct message); or a press of the Approve button on Slack."""
+    if text.startswith(f"[pressed {APPROVE_ACTION}]"):
+        return addressed
     rest = without_mentions(text, handle)
     if rest is None:
         rest = " ".join(text.split()) if addressed else None

@@ -46,7 +46,9 @@ def build(context: ToolContext) -> BaseTool:
         handle = team.mention_handle or context.settings.ingress.mention_handle
         posted = context.outbound.configured(scope.reply_to.channel)
         if posted:
-            await context.outbound.reply_once(context.effects, scope.reply_to, plan_notice(plan, handle))
+            await context.outbound.reply_once(
+                context.effects, scope.reply_to, plan_notice(plan, handle), approve_button=True
+            )
         await context.emit(
             EventType.PLAN_SUBMITTED, revision=plan.revision, description=plan.description, todos=list(plan.todos)
         )

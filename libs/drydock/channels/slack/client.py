@@ -59,14 +59,25 @@ class SlackClient:
             raise OutboundFailed(f"Slack unreachable {doing}: {describe(error)}") from None
         return dict(response.data) if isinstance(response.data, dict) else {}
 
-    async def post_in_thread(self, channel: str, thread_ts: str, text: str, *, effect: str | None = None) -> str:
+    async def post_in_thread(
+        self,
+        channel: str,
+        thread_ts: str,
+        text: str,
+        *,
+        effect: str | None = None,
+        blocks: list[dict[str, Any]] | None = None,
+    ) -> str:
         """Post ``text`` as a reply in the thread; returns the new message's ``ts``. ``effect``
-        goes into the message's metadata, for :meth:`find_effect`."""
+        goes into the message's metadata, for :meth:`find_effect`; ``blocks`` (Block Kit) are
+        shown instead of ``text``, which stays the notification's text."""
         metadata = None if effect is None else {"event_type": EFFECT_EVENT, "event_payload": {"effect": effect}}
         found = await self._call(
             "chat.postMessage",
             f"posting in {channel}",
-            lambda web: web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text, metadata=metadata),
+            lambda web: web.chat_postMessage(
+                channel=channel, thread_ts=thread_ts, text=text, metadata=metadata, blocks=blocks
+            ),
         )
         return str(found.get("ts", ""))
 

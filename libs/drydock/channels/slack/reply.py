@@ -5,6 +5,9 @@ from __future__ import annotations
 from drydock.bus.envelopes import InboxMessage, ReplyAddress
 from drydock.channels.slack.client import SlackClient
 
+APPROVE_ACTION = "drydock_approve"
+"""The action id of the Approve button on plans and held pushes."""
+
 
 class SlackReplies:
     def __init__(self, client: SlackClient) -> None:
@@ -13,6 +16,26 @@ class SlackReplies:
     async def reply(self, address: ReplyAddress, text: str, *, effect: str | None = None) -> None:
         where = address.address
         await self._client.post_in_thread(where["channel"], where["thread_ts"], text, effect=effect)
+
+    async def reply_with_approve(self, address: ReplyAddress, text: str, *, effect: str | None = None) -> None:
+        """A reply with an Approve button; pressing it is the owner's ``@drydock approve``."""
+        where = address.address
+        blocks = [
+            {"type": "section", "text": {"type": "mrkdwn", "text": text[:2900]}},
+            {
+                "type": "actions",
+                "elements": [
+                    {
+                        "type": "button",
+                        "action_id": APPROVE_ACTION,
+                        "value": "approve",
+                        "style": "primary",
+                        "text": {"type": "plain_text", "text": "Approve"},
+                    }
+                ],
+            },
+        ]
+        await self._client.post_in_thread(where["channel"], where["thread_ts"], text, effect=effect, blocks=blocks)
 
     async def find_reply(self, address: ReplyAddress, effect: str) -> bool:
         """Whether the thread holds a reply posted as ``effect`` (found by its message metadata)."""
