@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drydock.bus.envelopes import InboxMessage, ReplyAddress
 from drydock.channels.slack.client import SlackClient
 
@@ -20,7 +22,7 @@ class SlackReplies:
     async def reply_with_approve(self, address: ReplyAddress, text: str, *, effect: str | None = None) -> None:
         """A reply with an Approve button; pressing it is the owner's ``@drydock approve``."""
         where = address.address
-        blocks = [
+        blocks: list[dict[str, Any]] = [
             {"type": "section", "text": {"type": "mrkdwn", "text": text[:2900]}},
             {
                 "type": "actions",
