@@ -649,7 +649,7 @@ class CredentialProxySettings(BaseModel):
     mirror_dir: str | None = Field(
         default=None,
         description="Where the proxy keeps bare mirrors of repositories to inspect pushes for protected paths; "
-        "unset: <tmp>/drydock-proxy-mirrors.",
+        "unset: a directory of its own under <tmp>, removed when it stops.",
     )
     max_inspected_push: int = Field(
         default=2 * 1024**3,

@@ -3,8 +3,10 @@ listeners (reverse and egress)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import shutil
 import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -79,7 +81,10 @@ async def proxy_context(runtime: Runtime) -> AsyncIterator[ProxyContext]:
         connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=60),
     )
     git_upstream = (settings.proxy.git_upstream or f"https://{settings.github.host}").rstrip("/")
-    mirror_root = Path(settings.proxy.mirror_dir or Path(tempfile.gettempdir()) / "drydock-proxy-mirrors")
+    # Without a configured directory each process keeps its own (mirrors are a cache), so two
+    # proxies on one host never fetch into the same mirror at once.
+    own_root = settings.proxy.mirror_dir is None
+    mirror_root = Path(settings.proxy.mirror_dir or tempfile.mkdtemp(prefix="drydock-proxy-mirrors-"))
     notices = Outbound.from_settings(settings)
     try:
         yield ProxyContext(
@@ -102,5 +107,7 @@ async def proxy_context(runtime: Runtime) -> AsyncIterator[ProxyContext]:
     finally:
         await notices.aclose()
         await session.close()
+        if own_root:
+            await asyncio.to_thread(shutil.rmtree, mirror_root, True)
         if credentials is not None:
             await credentials.aclose()
