@@ -19,6 +19,7 @@ import gzip
 import os
 import shutil
 import tempfile
+import zlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -127,7 +128,13 @@ async def _spool(request: web.Request, directory: Path, limit: int) -> tuple[Pat
         with gzip.open(sent, "rb") as source, decoded.open("wb") as target:
             shutil.copyfileobj(source, target)
 
-    await asyncio.to_thread(gunzip)
+    try:
+        await asyncio.to_thread(gunzip)
+    except (OSError, EOFError, zlib.error) as error:
+        for path in (sent, decoded):
+            with contextlib.suppress(OSError):
+                await asyncio.to_thread(path.unlink)
+        raise MalformedPush(f"the gzip-encoded body does not decode ({error})") from None
     return sent, decoded
 
 
@@ -172,7 +179,10 @@ async def receive_pack(
     if not patterns:
         return await forward(request, ctx.session, url, authorization=authorization, route="git")
     await asyncio.to_thread(ctx.mirror_root.mkdir, parents=True, exist_ok=True)
-    spooled = await _spool(request, ctx.mirror_root, ctx.runtime.settings.proxy.max_inspected_push)
+    try:
+        spooled = await _spool(request, ctx.mirror_root, ctx.runtime.settings.proxy.max_inspected_push)
+    except MalformedPush as error:
+        return refusal("git", 400, f"push refused: {error}")
     try:
         if spooled is None:
             return refusal("git", 413, "push refused: it is larger than the proxy inspects for protected paths")

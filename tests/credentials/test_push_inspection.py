@@ -4,9 +4,18 @@ flush), and malformed bodies refused with a reason."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import httpx
 import pytest
 
+from drydock.credentials import ProxyCredentials
+from drydock.roles import Role
 from services.credential_proxy.push_inspection import MalformedPush, parse_request
+from services.credential_proxy.server import Listening
+from tests.credentials.conftest import REPOSITORY
+from tests.credentials.sandbox_side import handle_for
+from tests.fakes.git_server import GitServer
 
 OLD, NEW = "a" * 40, "b" * 40
 
@@ -51,3 +60,37 @@ class TestParse:
     def test_malformed_bodies_say_why(self, body: bytes, reason: str) -> None:
         with pytest.raises(MalformedPush, match=reason):
             parse_request(body)
+
+
+class TestThroughTheProxy:
+    @pytest.mark.parametrize(
+        ("body", "headers", "reason"),
+        [
+            (b"garbage", {}, "not pkt-lines"),
+            (b"\x1f\x8b\x08\x00broken", {"Content-Encoding": "gzip"}, "does not decode"),
+        ],
+    )
+    async def test_a_malformed_push_is_400_and_never_forwarded(
+        self,
+        body: bytes,
+        headers: dict[str, str],
+        reason: str,
+        proxy: Listening,
+        credentials: ProxyCredentials,
+        git_upstream: GitServer,
+        tmp_path: Path,
+        thread_id: str,
+    ) -> None:
+        grant = await credentials.issue(
+            handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
+        )
+        seen = len(git_upstream.requests)
+        async with httpx.AsyncClient() as client:
+            answer = await client.post(
+                f"{proxy.url}/g/{grant.token}/git/{REPOSITORY}.git/git-receive-pack",
+                content=body,
+                headers={"Content-Type": "application/x-git-receive-pack-request", **headers},
+            )
+        assert answer.status_code == 400
+        assert reason in answer.text
+        assert git_upstream.requests[seen:] == []
