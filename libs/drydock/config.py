@@ -662,6 +662,17 @@ class CredentialProxySettings(BaseModel):
         description="An upstream token closer than this to its expiry is replaced before use.",
     )
     upstream_timeout: float = Field(default=30.0, gt=0, description="Seconds to connect to an upstream.")
+    mirror_dir: str | None = Field(
+        default=None,
+        description="Where the proxy keeps bare mirrors of repositories to inspect pushes for protected paths; "
+        "unset: a directory of its own under <tmp>, removed when it stops.",
+    )
+    max_inspected_push: int = Field(
+        default=2 * 1024**3,
+        ge=1024,
+        description="Bytes of a push body the proxy spools to inspect it for protected paths; a larger push is "
+        "refused.",
+    )
     egress_allowlist: list[str] = Field(
         default_factory=lambda: list(DEFAULT_EGRESS_ALLOWLIST),
         description="Hosts sandboxes may reach through the egress proxy: `host` (ports 80 and 443), "

@@ -9,6 +9,7 @@ from __future__ import annotations
 from aiohttp import web
 from yarl import URL
 
+from services.credential_proxy.approval_gates import plan_denial
 from services.credential_proxy.context import CONTEXT
 from services.credential_proxy.denials import record_denial
 from services.credential_proxy.forwarding import forward
@@ -30,6 +31,8 @@ async def handle_api(request: web.Request) -> web.StreamResponse:
         denial = api_denial(grant, request.method, path)
         if denial is None and is_api_push(request.method, path):
             denial = confidence_denial(await ctx.repairs.active(grant.thread_id))
+            if denial is None:
+                denial = await plan_denial(ctx, grant)
         if denial is not None:
             await record_denial(ctx, grant, denial, route="api", method=request.method, target=raw_path)
             return refusal("api", 403, denial.message)

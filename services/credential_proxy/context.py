@@ -3,21 +3,30 @@ listeners (reverse and egress)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import shutil
+import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import aiohttp
 import structlog
 from aiohttp import web
 
+from drydock.accounts import AccountsStore
 from drydock.autofix.repairs import Repairs
+from drydock.channels.outbound import Outbound
 from drydock.credentials import CipherError, GrantStore, ProxyCredentials
 from drydock.credentials.allowlist import Allowlist
 from drydock.infra.server_keys import ServerKeys
 from drydock.runtime import Runtime
 from drydock.telemetry.logging import configuration_gap
+from drydock.threads.approvals import Approvals
+from drydock.threads.metadata import ThreadMetadataStore
+from services.credential_proxy.push_inspection import Mirrors
 
 log = structlog.get_logger(__name__)
 
@@ -35,6 +44,16 @@ class ProxyContext:
     allowlist: Allowlist
     repairs: Repairs
     """Autofix repairs: a thread's pushes wait for its confidence while one is active."""
+    accounts: AccountsStore
+    """Repository settings and profiles: plan approval and protected paths."""
+    metadata: ThreadMetadataStore
+    approvals: Approvals
+    """The owner's approvals of plans and held pushes."""
+    mirrors: Mirrors
+    mirror_root: Path
+    """Where mirrors, quarantines and spooled push bodies live."""
+    notices: Outbound | None
+    """Posts a held push's notice in the thread's source channel."""
 
 
 CONTEXT: web.AppKey[ProxyContext] = web.AppKey("context", ProxyContext)
@@ -61,6 +80,12 @@ async def proxy_context(runtime: Runtime) -> AsyncIterator[ProxyContext]:
         timeout=aiohttp.ClientTimeout(total=None, sock_connect=settings.proxy.upstream_timeout),
         connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=60),
     )
+    git_upstream = (settings.proxy.git_upstream or f"https://{settings.github.host}").rstrip("/")
+    # Without a configured directory each process keeps its own (mirrors are a cache), so two
+    # proxies on one host never fetch into the same mirror at once.
+    own_root = settings.proxy.mirror_dir is None
+    mirror_root = Path(settings.proxy.mirror_dir or tempfile.mkdtemp(prefix="drydock-proxy-mirrors-"))
+    notices = Outbound.from_settings(settings)
     try:
         yield ProxyContext(
             runtime=runtime,
@@ -68,12 +93,21 @@ async def proxy_context(runtime: Runtime) -> AsyncIterator[ProxyContext]:
             credentials=credentials,
             disabled=disabled,
             session=session,
-            git_upstream=(settings.proxy.git_upstream or f"https://{settings.github.host}").rstrip("/"),
+            git_upstream=git_upstream,
             api_upstream=settings.github.api_url.rstrip("/"),
             allowlist=allowlist,
             repairs=Repairs(runtime.redis, runtime.keys),
+            accounts=AccountsStore(runtime.redis, runtime.keys, host=settings.github.host),
+            metadata=ThreadMetadataStore(runtime.redis, runtime.keys),
+            approvals=Approvals(runtime.redis, runtime.keys, server_keys),
+            mirrors=Mirrors(mirror_root, git_upstream),
+            mirror_root=mirror_root,
+            notices=notices,
         )
     finally:
+        await notices.aclose()
         await session.close()
+        if own_root:
+            await asyncio.to_thread(shutil.rmtree, mirror_root, True)
         if credentials is not None:
             await credentials.aclose()

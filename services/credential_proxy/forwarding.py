@@ -5,11 +5,11 @@ gigabytes); compressed bodies pass through untouched."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import aiohttp
 import structlog
-from aiohttp import web
+from aiohttp import StreamReader, web
 from multidict import CIMultiDict
 from yarl import URL
 
@@ -53,16 +53,20 @@ async def forward(
     authorization: str,
     route: str,
     rewrite_location: Callable[[str], str] | None = None,
+    body: AsyncIterator[bytes] | None = None,
 ) -> web.StreamResponse:
-    """Send ``request`` to ``url`` with ``authorization`` and stream the answer back."""
+    """Send ``request`` to ``url`` with ``authorization`` and stream the answer back; ``body``
+    replaces the request's own (a copy spooled to inspect it)."""
     started = time.perf_counter()
-    body = request.content if request.body_exists else None
+    data: AsyncIterator[bytes] | StreamReader | None = (
+        body if body is not None else request.content if request.body_exists else None
+    )
     try:
         upstream = await session.request(
             request.method,
             url,
             headers=upstream_headers(request, authorization),
-            data=body,
+            data=data,
             allow_redirects=False,
         )
     except (aiohttp.ClientError, TimeoutError) as error:

@@ -1,8 +1,10 @@
 """``{proxy}/g/{grant}/git/{owner}/{name}[.git]/{endpoint}``: git smart HTTP to the code host.
 
 Only the smart-HTTP endpoints are served (``info/refs``, ``git-upload-pack``,
-``git-receive-pack``); pushes need a read-write grant for the repository and, during an
-autofix repair of the grant's thread, a reported confidence at or above the repair's threshold.
+``git-receive-pack``); pushes need a read-write grant for the repository, during an
+autofix repair of the grant's thread a reported confidence at or above the repair's threshold,
+under plan approval the owner's approval of the thread's plan, and for a push that changes
+protected paths the owner's approval of that exact push (:mod:`.approval_gates`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from aiohttp import web
 from yarl import URL
 
+from services.credential_proxy.approval_gates import plan_denial, receive_pack
 from services.credential_proxy.context import CONTEXT
 from services.credential_proxy.denials import record_denial
 from services.credential_proxy.forwarding import forward
@@ -33,6 +36,8 @@ async def handle_git(request: web.Request) -> web.StreamResponse:
         denial = git_denial(grant, repository, endpoint, service)
         if denial is None and is_push(endpoint, service):
             denial = confidence_denial(await ctx.repairs.active(grant.thread_id))
+            if denial is None:
+                denial = await plan_denial(ctx, grant)
         if denial is not None:
             await record_denial(
                 ctx, grant, denial, route="git", method=request.method, target=f"{repository}/{endpoint}"
@@ -42,4 +47,6 @@ async def handle_git(request: web.Request) -> web.StreamResponse:
     except Refused as refused:
         return refused.response
     url = URL(f"{ctx.git_upstream}/{repository}.git/{endpoint}").with_query(request.rel_url.query)
+    if endpoint == "git-receive-pack" and request.method == "POST":
+        return await receive_pack(request, ctx, grant, repository, token, url)
     return await forward(request, ctx.session, url, authorization=git_authorization(token), route="git")

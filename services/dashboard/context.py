@@ -19,6 +19,7 @@ from drydock.review.analysis import AnalysisProgress, request_analysis
 from drydock.review.guidelines import GuidelinesStore
 from drydock.runtime import Runtime
 from drydock.sandbox.records import SandboxRecords
+from drydock.threads.approvals import Approvals
 from drydock.threads.index import ThreadIndex
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.threads.pr_records import PullRequestRecords
@@ -46,6 +47,7 @@ class Dashboard:
     index: ThreadIndex
     states: ThreadStates
     stops: StopRequests
+    approvals: Approvals
     records: PullRequestRecords
     sandboxes: SandboxRecords
     sessions: SessionStore
@@ -117,6 +119,7 @@ class Dashboard:
             index=ThreadIndex(redis, keys),
             states=ThreadStates(redis, keys),
             stops=StopRequests(redis, keys),
+            approvals=Approvals(redis, keys, server_keys),
             records=PullRequestRecords(redis, keys),
             sandboxes=SandboxRecords(redis, keys, server_keys),
             sessions=sessions,

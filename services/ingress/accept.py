@@ -32,6 +32,7 @@ from services.ingress.dispatch import Dispatcher
 from services.ingress.errors import Unavailable
 from services.ingress.lookup import LookupBatch
 from services.ingress.metrics import ROUTED
+from services.ingress.owner_commands import OwnerCommands
 from services.ingress.routing import Publish, Reply, Route, Routing, Skip
 
 log = structlog.get_logger(__name__)
@@ -93,14 +94,16 @@ class Ingress:
         membership = MembershipCache(
             redis, runtime.keys, host=settings.github.host, ttl=settings.ingress.org_membership_ttl
         )
+        metadata = ThreadMetadataStore(redis, runtime.keys)
         self.routing = Routing(
             self.accounts,
             LinkCodes(redis, runtime.keys, self.accounts),
             Authorizer(membership, github),
             ModelCatalog.with_extra(settings.models.extra_models),
             default_handle=settings.ingress.mention_handle,
+            owner_commands=OwnerCommands.create(runtime, redis, metadata),
         )
-        self.dispatcher = Dispatcher(runtime.bus, ThreadMetadataStore(redis, runtime.keys), self.records)
+        self.dispatcher = Dispatcher(runtime.bus, metadata, self.records)
         self._in_flight = asyncio.Semaphore(settings.ingress.max_in_flight)
         self._deadline = settings.ingress.accept_timeout.total_seconds()
 

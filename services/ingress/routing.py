@@ -14,6 +14,9 @@
 - A push by someone else to an agent branch is noted in the creating thread's inbox.
 - CI and pull-request events are forwarded to the autofix controller; so is a pull request
   comment ``@handle autofix on|off``, which starts no work.
+- ``@handle approve`` in a thread's conversation approves its held plan and held pushes when its
+  author owns the thread (:mod:`.owner_commands`), then wakes the coder as a follow-up; anyone
+  else is answered and nothing changes.
 - A Slack or Linear message ``link CODE`` addressed to the agent redeems a link code from the
   dashboard for its sender (:mod:`drydock.accounts.link_codes`) and is answered; it starts no work.
 """
@@ -39,13 +42,14 @@ from drydock.channels.intents import (
 from drydock.channels.text import link_command, mentions, model_request_in, repository_in
 from drydock.model_catalog import ModelCatalog, ModelChoice, ModelError
 from drydock.roles import Role
-from drydock.threads import ids
+from drydock.threads import approvals, ids
 from drydock.threads.fields import EFFORT, MODEL, new_thread_fields
 from drydock.threads.metadata import Changes
 from drydock.threads.pr_records import branch_short_id
 from services.ingress import resolve_thread
 from services.ingress.authorize import Authorizer
 from services.ingress.lookup import Lookup, LookupBatch
+from services.ingress.owner_commands import OwnerCommands
 
 ASK_FOR_REPOSITORY = (
     "Which repository should I work in? Mention me again with `repo:owner/name`, "
@@ -190,7 +194,9 @@ class Routing:
         models: ModelCatalog,
         *,
         default_handle: str,
+        owner_commands: OwnerCommands | None = None,
     ) -> None:
+        self._owner_commands = owner_commands
         self._accounts = accounts
         self._link_codes = link_codes
         self._authorizer = authorizer
@@ -239,6 +245,17 @@ class Routing:
         refusal = await self._authorizer.refusal(sender, user_id, lookup.team, intent.repository)
         if refusal is not None:
             return Skip(f"author not authorized: {refusal}")
+        if (
+            existing
+            and self._owner_commands is not None
+            and approvals.parse_command(
+                intent.text if intent.own_words is None else intent.own_words, handle, addressed=intent.addressed
+            )
+        ):
+            author = f"{sender.channel.value}:{sender.external_id}"
+            outcome = await self._owner_commands.approve(thread_id, user_id=user_id, author=author)
+            if outcome.answer is not None:
+                return Reply(intent.reply_to, outcome.answer)
         if intent.addressed and intent.sender.channel is not Channel.GITHUB:
             trigger = Trigger.DIRECT
         else:

@@ -34,7 +34,7 @@ from drydock.bus.permissions import (
     password_variables,
     service_permissions,
 )
-from drydock.bus.streams import INBOX_STREAM, RUNS_STREAM, run_consumer
+from drydock.bus.streams import EVENTS_STREAM, INBOX_STREAM, RUNS_STREAM, run_consumer
 from drydock.bus.subjects import MAX_DELIVERIES_ADVISORY
 from drydock.config import NatsSettings, SnapshotSettings
 from drydock.infra.embedded import EmbeddedServer, EmbeddedUrls, free_port, nats_server_binary
@@ -111,6 +111,16 @@ class TestIngress:
             with pytest.raises((TimeoutError, NatsError)):
                 await subscription.fetch(1, timeout=1)
             await violation(nc, f"$JS.API.CONSUMER.MSG.NEXT.{RUNS_STREAM}.{run_consumer(Role.CODER)}")
+
+    async def test_publishes_approved_events_and_no_other(self, infra: EmbeddedUrls, bus: Bus, thread_id: str) -> None:
+        async with connected(infra, "ingress") as nc:
+            ack = await Bus(nc).publish(
+                subjects.event(thread_id, EventType.APPROVED),
+                RunEvent(thread_id=thread_id, run_id="", type=EventType.APPROVED, data={}),
+            )
+            assert ack.stream == EVENTS_STREAM
+            await nc.publish(subjects.event(thread_id, EventType.COMPLETED), b"{}")
+            await violation(nc, subjects.event(thread_id, EventType.COMPLETED))
 
     async def test_cannot_read_the_inbox(self, infra: EmbeddedUrls, bus: Bus) -> None:
         async with connected(infra, "ingress") as nc:

@@ -14,6 +14,7 @@ FULL = {
     "draft_prs": True,
     "auto_open_pr": False,
     "autofix": True,
+    "plan_approval": True,
 }
 
 
@@ -23,7 +24,8 @@ class TestProfile:
         answer = await ada.get("/api/v1/profile")
         assert answer.json() == {
             "user_id": "dev-ada", "default_repository": None, "model": None, "effort": None, "branch_prefix": None,
-            "draft_prs": False, "auto_open_pr": True, "autofix": False, "identities": [], "pending": [],
+            "draft_prs": False, "auto_open_pr": True, "autofix": False, "plan_approval": False,
+            "identities": [], "pending": [],
         }  # fmt: skip
 
     async def test_a_saved_profile_is_what_the_workers_read(self, site: Site) -> None:
@@ -33,6 +35,7 @@ class TestProfile:
         assert answer.json() | {"identities": []} == FULL | {"user_id": "dev-ada", "identities": [], "pending": []}
         stored = await site.accounts.profile("dev-ada")
         assert (stored.model, stored.effort, stored.branch_prefix, stored.autofix) == ("gpt-5", "high", "ada/", True)
+        assert stored.plan_approval is True
 
     async def test_empty_text_means_unset(self, site: Site) -> None:
         ada = await site.sign_in("ada")

@@ -40,7 +40,7 @@ class TestListing:
         assert list(rows) == ["acme/gadgets", "acme/widgets", "globex/tools"]
         assert rows["acme/widgets"] | {"private": None} == {
             "full_name": "acme/widgets", "installed": True, "private": None, "enabled": True, "coder": True,
-            "reviewer": True, "autofix": False,
+            "reviewer": True, "autofix": False, "plan_approval": False, "protected_paths": [".github/workflows/**"],
             "budgets": {"run_usd": None, "run_model_calls": None, "repository_day_usd": None},
         }  # fmt: skip
         assert rows["acme/gadgets"]["enabled"] is False
@@ -76,6 +76,27 @@ class TestToggles:
         stored = await installed.accounts.repository("acme/gadgets")
         assert stored is not None
         assert (stored.coder, stored.reviewer, stored.autofix) == (False, False, True)
+
+    async def test_plan_approval_and_protected_paths(self, installed: Site) -> None:
+        admin = await installed.sign_in("root", admin=True)
+        change = {"coder": True, "plan_approval": True, "protected_paths": ["deploy/**", ".github/**"]}
+        answer = await admin.send("PUT", "/api/v1/repositories/acme/gadgets", change)
+        assert answer.status_code == 200, answer.text
+        assert (answer.json()["plan_approval"], answer.json()["protected_paths"]) == (True, ["deploy/**", ".github/**"])
+        stored = await installed.accounts.repository("acme/gadgets")
+        assert stored is not None
+        assert (stored.plan_approval, stored.protected_paths) == (True, ("deploy/**", ".github/**"))
+        await admin.send("PUT", "/api/v1/repositories/acme/gadgets", {"coder": True})
+        stored = await installed.accounts.repository("acme/gadgets")
+        assert stored is not None
+        assert (stored.plan_approval, stored.protected_paths) == (False, (".github/workflows/**",))
+
+    async def test_a_bad_protected_path_is_422_and_nothing_is_saved(self, installed: Site) -> None:
+        admin = await installed.sign_in("root", admin=True)
+        answer = await admin.send("PUT", "/api/v1/repositories/acme/gadgets", {"protected_paths": ["x" * 201]})
+        assert answer.status_code == 422
+        assert "not a usable path pattern" in answer.text
+        assert await installed.accounts.repository("acme/gadgets") is None
 
     async def test_a_repository_the_app_is_not_installed_on_is_422(self, installed: Site) -> None:
         admin = await installed.sign_in("root", admin=True)
@@ -125,7 +146,7 @@ class TestByName:
         assert answer.status_code == 201, answer.text
         assert answer.json() | {"private": None} == {
             "full_name": "acme/widgets", "installed": None, "private": None, "enabled": True, "coder": True,
-            "reviewer": True, "autofix": False,
+            "reviewer": True, "autofix": False, "plan_approval": False, "protected_paths": [".github/workflows/**"],
             "budgets": {"run_usd": None, "run_model_calls": None, "repository_day_usd": None},
         }  # fmt: skip
         assert await site.accounts.repository("acme/widgets") == RepositorySettings(

@@ -36,6 +36,7 @@ CODER_TOOL_NAMES = [
     "schedule_wakeup",
     "slack_reply",
     "report_confidence",
+    "submit_plan",
 ]
 """The coder's own tools, pinned: a tool added to or removed from the coder must change this list."""
 BRANCH = branch_name(ids.github_issue("github.com", ORG, "widgets", ISSUE), "fix add")

@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping
 from enum import StrEnum
 
+from pathspec import PathSpec
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from drydock.roles import Role
@@ -52,6 +53,9 @@ class UserProfile(Record):
     draft_prs: bool = Field(default=False, description="Open pull requests as drafts.")
     auto_open_pr: bool = Field(default=True, description="The agent may open pull requests without being asked.")
     autofix: bool = Field(default=False, description="Keep this user's agent pull requests green automatically.")
+    plan_approval: bool = Field(
+        default=False, description="The coder posts a plan and changes nothing until this user approves it."
+    )
 
     @field_validator("default_repository")
     @classmethod
@@ -77,7 +81,7 @@ class UserProfile(Record):
 
 
 _TEXTS = ("default_repository", "model", "effort", "branch_prefix")
-_FLAGS = ("draft_prs", "auto_open_pr", "autofix")
+_FLAGS = ("draft_prs", "auto_open_pr", "autofix", "plan_approval")
 
 
 class RoleModel(Record):
@@ -168,19 +172,45 @@ class TeamDefaults(Record):
         return cls() if not raw else cls.model_validate_json(raw)
 
 
+DEFAULT_PROTECTED_PATHS = (".github/workflows/**",)
+MAX_PROTECTED_PATHS = 50
+
+
 class RepositorySettings(Record):
-    """An enabled repository and which agents work on it."""
+    """An enabled repository, which agents work on it, and what a push there needs approved."""
 
     full_name: str
     coder: bool = True
     reviewer: bool = False
     autofix: bool = False
     budgets: RepositoryBudgets = Field(default_factory=RepositoryBudgets, description="Overrides of the team's limits.")
+    plan_approval: bool = Field(
+        default=False, description="The coder posts a plan and changes nothing until the thread's owner approves it."
+    )
+    protected_paths: tuple[str, ...] = Field(
+        default=DEFAULT_PROTECTED_PATHS,
+        description="Paths (gitignore patterns) whose change in a push waits for the thread owner's approval.",
+    )
 
     @field_validator("full_name")
     @classmethod
     def _repository(cls, value: str) -> str:
         return repository_name(value)
+
+    @field_validator("protected_paths")
+    @classmethod
+    def _protected(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        cleaned = tuple(dict.fromkeys(p.strip() for p in value if p.strip()))
+        if len(cleaned) > MAX_PROTECTED_PATHS:
+            raise ValueError(f"at most {MAX_PROTECTED_PATHS} protected path patterns")
+        for pattern in cleaned:
+            if len(pattern) > 200 or any(ch in pattern for ch in "\n\r\0"):
+                raise ValueError(f"{pattern[:40]!r} is not a usable path pattern")
+            try:
+                PathSpec.from_lines("gitignore", [pattern])
+            except ValueError as error:
+                raise ValueError(f"{pattern!r} is not a gitignore pattern: {error}") from None
+        return cleaned
 
     @classmethod
     def from_json(cls, raw: str | None) -> RepositorySettings | None:

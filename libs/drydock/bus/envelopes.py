@@ -44,6 +44,12 @@ class EventType(StrEnum):
     """The credential proxy refused a sandbox request its grant does not allow (e.g. a reviewer push)."""
     AUTOFIX = "autofix"
     """A decision of the autofix controller on one of the thread's pull requests, with its rule and reason."""
+    PLAN_SUBMITTED = "plan_submitted"
+    """The coder submitted a plan; it is held until the thread's owner approves it (plan approval)."""
+    PUSH_HELD = "push_held"
+    """The credential proxy held a push that changes protected paths until the thread's owner approves it."""
+    APPROVED = "approved"
+    """The thread's owner approved its held plan or held pushes."""
 
 
 class Trigger(StrEnum):

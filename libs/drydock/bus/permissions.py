@@ -2,10 +2,12 @@
 
 The split (README, "The control plane"):
 
-- ``ingress`` publishes inbox messages, wakes and GitHub events; it reads nothing.
+- ``ingress`` publishes inbox messages, wakes and GitHub events, and the ``approved`` events of
+  owners' approvals; it reads nothing.
 - ``dashboard`` reads a thread's events (ordered consumers on ``DRYDOCK_EVENTS``) and its inbox,
   hands messages to coder and analyzer threads (inbox and their wakes), and wakes any thread
-  again when an administrator retries a dead letter.
+  again when an administrator retries a dead letter; it publishes the ``approved`` events of
+  owners' approvals made on the dashboard.
 - ``<role>-worker`` consumes its role's runs consumer and nothing else (and hears its
   max-deliveries advisory, reading and removing a wake it buries as a dead letter), reads the
   inbox, publishes events, wakes its own role's threads (the lease sweeper) and keeps snapshots
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 
 from drydock.bus import subjects
 from drydock.bus.client import inbox_prefix
+from drydock.bus.envelopes import EventType
 from drydock.bus.streams import (
     AUTOFIX_CONSUMER,
     AUTOFIX_RUNS_CONSUMER,
@@ -120,6 +123,8 @@ def _snapshots(settings: SnapshotSettings) -> tuple[str, ...]:
 
 
 _EVENTS = (f"{subjects.EVENT}.*.*",)
+_APPROVED = f"{subjects.EVENT}.*.{EventType.APPROVED}"
+"""An owner's approval, recorded where it is made (a reply at the ingress, the dashboard)."""
 _HANDS_OFF_TO = {Role.CODER: Role.REVIEWER, Role.REVIEWER: Role.ANALYZER}
 """``request_review`` hands a pull request to a reviewer thread; a review without guidelines
 asks the analyzer for them."""
@@ -143,7 +148,7 @@ def _worker(role: Role, snapshots: SnapshotSettings) -> Permissions:
 def service_permissions(snapshots: SnapshotSettings | None = None) -> dict[str, Permissions]:
     """Each service's NATS user (named as the service) and its permissions, the provisioner's last."""
     snapshots = snapshots or SnapshotSettings()
-    ingress = _user("ingress", (f"{subjects.INBOX}.*", f"{subjects.RUN}.*.*", f"{subjects.GITHUB}.*"))
+    ingress = _user("ingress", (f"{subjects.INBOX}.*", f"{subjects.RUN}.*.*", f"{subjects.GITHUB}.*", _APPROVED))
     dashboard_publish = (
         *_ordered_consumers(EVENTS_STREAM),
         *_read_directly(INBOX_STREAM),
@@ -151,6 +156,7 @@ def service_permissions(snapshots: SnapshotSettings | None = None) -> dict[str, 
         # retry of a dead letter wakes its thread whatever its role.
         f"{subjects.INBOX}.*",
         f"{subjects.RUN}.*.*",
+        _APPROVED,
     )
     return {
         "ingress": ingress,

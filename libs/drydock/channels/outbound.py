@@ -19,7 +19,7 @@ from drydock.channels.linear.reply import LinearReplies
 from drydock.channels.linear.status import LinearStatus
 from drydock.channels.run_status import RunStatus
 from drydock.channels.slack.client import SlackClient
-from drydock.channels.slack.reply import Button, SlackReplies
+from drydock.channels.slack.reply import APPROVE_BUTTON, Button, SlackReplies
 from drydock.channels.slack.status import SlackStatus
 from drydock.config import Settings
 from drydock.effects import Effects
@@ -99,9 +99,16 @@ class Outbound:
             raise ChannelNotConfigured(f"no credentials to answer on {channel.value}")
         return found
 
-    async def reply(self, address: ReplyAddress, text: str, *, effect: str | None = None) -> None:
-        """Post ``text`` to the conversation at ``address``, marked with ``effect`` where the channel allows."""
-        await self._replies_for(address.channel).reply(address, text, effect=effect)
+    async def reply(
+        self, address: ReplyAddress, text: str, *, effect: str | None = None, approve_button: bool = False
+    ) -> None:
+        """Post ``text`` to the conversation at ``address``, marked with ``effect`` where the channel
+        allows; ``approve_button`` adds the owner's Approve button where the channel has buttons (Slack)."""
+        replies = self._replies_for(address.channel)
+        if approve_button and isinstance(replies, SlackReplies):
+            await replies.reply_with_button(address, text, APPROVE_BUTTON, effect=effect)
+        else:
+            await replies.reply(address, text, effect=effect)
 
     async def reply_with_continue(self, address: ReplyAddress, text: str) -> None:
         """Post ``text`` with the Continue button of a thread paused at a budget where the channel
@@ -111,12 +118,14 @@ class Outbound:
             return
         await self.reply(address, text)
 
-    async def reply_once(self, effects: Effects, address: ReplyAddress, text: str) -> None:
+    async def reply_once(
+        self, effects: Effects, address: ReplyAddress, text: str, *, approve_button: bool = False
+    ) -> None:
         """Post ``text`` at ``address`` once for the current tool call, however often it is replayed."""
         replies = self._replies_for(address.channel)
 
         async def post(effect: str) -> dict[str, object]:
-            await replies.reply(address, text, effect=effect)
+            await self.reply(address, text, effect=effect, approve_button=approve_button)
             return {"channel": address.channel.value}
 
         async def find(effect: str) -> dict[str, object] | None:

@@ -44,6 +44,13 @@ _CODE_GROUP = "[2-9A-HJKMNP-TV-Z]{4}"
 _LINK_COMMAND = re.compile(rf"link\s+({_CODE_GROUP}[\s-]?{_CODE_GROUP}[\s-]?{_CODE_GROUP})", re.IGNORECASE)
 
 
+def without_mentions(text: str, handle: str) -> str | None:
+    """``text`` with its mentions of ``handle`` (and Slack user mentions) removed, whitespace
+    collapsed; ``None`` when it mentions neither."""
+    rest = _mention_pattern(handle).sub(" ", _SLACK_MENTION.sub(" ", text))
+    return " ".join(rest.split()) if rest != text else None
+
+
 def link_command(text: str, handle: str) -> str | None:
     """The code of a ``link CODE`` command (``@drydock link K7QX-…``, or ``link K7QX-…`` in a
     direct message): the whole message once mentions are removed; ``None`` for anything else."""

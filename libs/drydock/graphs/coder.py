@@ -51,7 +51,7 @@ def make_coder(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]:
             scope, inputs.checkout, branch_prefix=inputs.branch_prefix, auto_open_pr=inputs.auto_open_pr
         ),
         middleware=[
-            Planning(),
+            Planning(refusal=inputs.plan_refusal),
             *at_the_provider_edge(middleware),
             summarization(inputs.model, inputs.backend),
         ],

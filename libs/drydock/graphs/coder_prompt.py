@@ -30,7 +30,13 @@ message. The git identity is already configured.
 4. Reply in the conversation the request came from (`{reply_tool}`), briefly: what you did, the \
 pull request link, anything left open.
 End with a short summary once everything is delivered. If you cannot finish, say so in the \
-conversation and explain what is blocking you."""
+conversation and explain what is blocking you.
+
+Approvals: when a write or a push is refused because the thread's plan needs approval, \
+investigate read-only, then call `submit_plan` with a short description and your todo list, end \
+your turn and wait for the owner; a reply with changes means: revise the plan and submit it \
+again. When a push is held because it changes protected paths, tell the owner in the \
+conversation, end your turn, and push the same commits again once they approve."""
 
 _REPLY_TOOLS = {"github": "github_comment", "slack": "slack_reply", "linear": "linear (action comment)"}
 

@@ -3,7 +3,7 @@ model, tools, channel adapters); the factory only decides how the agent is put t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +55,8 @@ class AgentInputs:
     """Redacts secrets from what the agent's tools send out (None: nothing redacted)."""
     spend: SpendGuard | None = None
     """Checks the run's spend limits before each model call (None: no spend limit)."""
+    plan_refusal: Callable[[], Awaitable[str | None]] | None = None
+    """Why the thread may not change its repository yet under plan approval (None: no such gate)."""
 
 
 GraphFactory = Callable[[RunnableConfig], CompiledStateGraph[Any, Any, Any, Any]]

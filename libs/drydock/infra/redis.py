@@ -487,6 +487,18 @@ class Keys:
         """A request to stop the thread's run, checked by the worker between graph steps."""
         return f"{self.prefix}:stop:{{{thread_id}}}"
 
+    def thread_plan(self, thread_id: str) -> str:
+        """The thread's plan awaiting or holding its owner's approval (signed; the proxy's plan gate)."""
+        return f"{self.prefix}:plan:{{{thread_id}}}"
+
+    def push_hold(self, thread_id: str, change: str) -> str:
+        """A push held for its protected paths, by the digest of its exact ref updates (signed)."""
+        return f"{self.prefix}:push-hold:{{{thread_id}}}:{change}"
+
+    def push_holds(self, thread_id: str) -> str:
+        """The thread's held pushes (change digests), newest last, for the thread page."""
+        return f"{self.prefix}:push-holds:{{{thread_id}}}"
+
     def session(self, digest: str) -> str:
         """A dashboard session, by the SHA-256 of its cookie value (the value itself is never stored)."""
         return f"{self.prefix}:session:{digest}"

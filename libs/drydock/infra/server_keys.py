@@ -40,6 +40,7 @@ class Purpose(StrEnum):
     SESSION = "session"
     SANDBOX_RECORD = "sandbox-record"
     DAEMON_TOKEN = "daemon-token"
+    APPROVAL = "approval"
 
 
 def _material(key: SecretStr | str, position: int) -> bytes:

@@ -52,6 +52,12 @@ def _fields(event: RunEvent) -> tuple[str, dict[str, Any]] | None:
             return "run stopped at the step limit", {"model_calls": data.get("model_calls")}
         case "error":
             return "run failed", {"error": _short(data.get("error", ""))}
+        case "plan_submitted":
+            return "plan held for approval", {"revision": data.get("revision")}
+        case "push_held":
+            return "push held for approval", {"change": data.get("change"), "paths": _short(data.get("paths", ""))}
+        case "approved":
+            return "approved", {"by": data.get("by"), "plan": data.get("plan"), "pushes": data.get("pushes")}
         case _:
             return None
 

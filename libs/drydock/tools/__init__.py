@@ -26,6 +26,7 @@ from drydock.tools import (
     save_guidelines,
     schedule_wakeup,
     slack_reply,
+    submit_plan,
     update_finding,
     update_pull_request,
     web_search,
@@ -48,6 +49,7 @@ REGISTRY: dict[str, ToolFactory] = {
         schedule_wakeup,
         slack_reply,
         report_confidence,
+        submit_plan,
         http_get,
         add_finding,
         update_finding,
@@ -69,6 +71,7 @@ CODER_TOOLS: tuple[str, ...] = (
     schedule_wakeup.NAME,
     slack_reply.NAME,
     report_confidence.NAME,
+    submit_plan.NAME,
 )
 """The coder's tools, in the order the model sees them."""
 

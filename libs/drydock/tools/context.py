@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import httpx
+from langchain_core.tools import ToolException
 from redis.asyncio import Redis
 
 from drydock.bus import Bus
@@ -19,6 +20,7 @@ from drydock.effects import EffectLedger, Effects
 from drydock.infra.redis import Keys
 from drydock.redaction import Redactor
 from drydock.roles import Role
+from drydock.threads.approvals import PlanGate
 
 
 @dataclass(frozen=True)
@@ -59,3 +61,12 @@ class ToolContext:
         if self.redactor is not None:
             data = self.redactor.redact_value(data, where=f"event {type.value}", thread_id=self.scope.thread_id)
         await self.bus.emit(RunEvent(thread_id=self.scope.thread_id, run_id=self.scope.run_id, type=type, data=data))
+
+
+async def refuse_before_approval(context: ToolContext) -> None:
+    """Raise :class:`ToolException` (the model reads it) while the thread's changes wait for its
+    owner's approval of a plan (:class:`~drydock.threads.approvals.PlanGate`)."""
+    gate = PlanGate.create(context.redis, context.keys, context.settings)
+    refusal = await gate.refusal(context.scope.thread_id, context.scope.repository) if gate is not None else None
+    if refusal is not None:
+        raise ToolException(refusal)

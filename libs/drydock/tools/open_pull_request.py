@@ -18,7 +18,7 @@ from drydock.accounts import AccountsStore
 from drydock.bus.envelopes import Channel, EventType
 from drydock.channels.github.client import PullRequestExists
 from drydock.threads.pr_records import PullRequestRecord, PullRequestState
-from drydock.tools.context import ToolContext
+from drydock.tools.context import ToolContext, refuse_before_approval
 from drydock.tools.github_access import GithubAccess, refusing
 
 NAME = "open_pull_request"
@@ -51,6 +51,7 @@ def build(context: ToolContext) -> BaseTool:
     async def open_pull_request(
         title: str, head: str, body: str = "", base: str | None = None, draft: bool | None = None
     ) -> dict[str, Any]:
+        await refuse_before_approval(context)
         access = GithubAccess.of(context)
         client, repository = access.client, access.repository
         branch = head.removeprefix("refs/heads/")

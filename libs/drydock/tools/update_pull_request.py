@@ -13,7 +13,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
 from drydock.threads.pr_records import PullRequestState
-from drydock.tools.context import ToolContext
+from drydock.tools.context import ToolContext, refuse_before_approval
 from drydock.tools.github_access import GithubAccess, refusing
 
 NAME = "update_pull_request"
@@ -42,6 +42,7 @@ def build(context: ToolContext) -> BaseTool:
         base: str | None = None,
         state: Literal["open", "closed"] | None = None,
     ) -> dict[str, Any]:
+        await refuse_before_approval(context)
         changes = {
             name: value
             for name, value in (("title", title), ("body", body), ("base", base), ("state", state))

@@ -72,6 +72,7 @@ from drydock.sandbox.errors import SandboxError
 from drydock.sandbox.lifecycle import SandboxManager
 from drydock.sandbox.snapshots import SnapshotStore
 from drydock.threads import Inbox, Lease
+from drydock.threads.approvals import PlanGate
 from drydock.threads.changes import ThreadChanges, diff_script, parse
 from drydock.threads.continuation import Continuations
 from drydock.threads.fields import EFFORT, MODEL, OWNER, REPLY_TO, REPOSITORY, STATE
@@ -174,6 +175,7 @@ class AgentRuns:
         self.accounts = AccountsStore(parts.redis, parts.keys, host=parts.settings.github.host)
         self.states = ThreadStates(parts.redis, parts.keys)
         self.stops = StopRequests(parts.redis, parts.keys)
+        self.plan_gate = PlanGate.create(parts.redis, parts.keys, parts.settings)
         worker = parts.settings.worker
         self.limits = RunLimits(model_calls=worker.step_limit, sandbox_failures=worker.sandbox_failure_limit)
         models = parts.settings.models
@@ -229,6 +231,16 @@ class AgentRuns:
             return await self._cursor_after_unrun(thread_id, config)
         finally:
             events.abandon()
+
+    def _plan_refusal(self, scope: ThreadScope) -> Callable[[], Awaitable[str | None]] | None:
+        gate = self.plan_gate
+        if gate is None:
+            return None
+
+        async def refusal() -> str | None:
+            return await gate.refusal(scope.thread_id, scope.repository)
+
+        return refusal
 
     def _can_answer(self, scope: ThreadScope) -> bool:
         return self.parts.outbound.configured(scope.reply_to.channel)
@@ -366,6 +378,7 @@ class AgentRuns:
                 ),
             ),
             redactor=redactor,
+            plan_refusal=self._plan_refusal(scope),
         )
         agent = parts.factory(with_inputs(config, inputs))
         await events.emit(

@@ -3,6 +3,7 @@
 import re
 
 from fastapi import APIRouter, Request, Response
+from pydantic import ValidationError
 
 from drydock.accounts import Provider
 from drydock.roles import Role
@@ -61,7 +62,7 @@ def routes(site: APIRouter, kit: PageKit) -> None:
                     default_repository=form.optional("default_repository"), model=form.optional("model"),
                     effort=form.optional("effort"), branch_prefix=form.optional("branch_prefix"),
                     draft_prs=form.checked("draft_prs"), auto_open_pr=form.checked("auto_open_pr"),
-                    autofix=form.checked("autofix"),
+                    autofix=form.checked("autofix"), plan_approval=form.checked("plan_approval"),
                 ),
             )  # fmt: skip
         except Invalid as invalid:
@@ -207,13 +208,16 @@ def routes(site: APIRouter, kit: PageKit) -> None:
         if not form.checked("enabled"):
             await repositories.disable(owner, name)
             return back("/repositories", f"{owner}/{name} disabled.")
-        change = RepositoryIn(
-            coder=form.checked("coder"),
-            reviewer=form.checked("reviewer"),
-            autofix=form.checked("autofix"),
-            budgets=RepositoryBudgetsIO.model_validate(
-                {name: form.optional(f"budget_{name}") for name in RepositoryBudgetsIO.model_fields}
-            ),
-        )
+        paths = [line.strip() for line in form.text("protected_paths").replace(",", "\n").splitlines()]
+        try:
+            change = RepositoryIn(
+                coder=form.checked("coder"), reviewer=form.checked("reviewer"), autofix=form.checked("autofix"),
+                plan_approval=form.checked("plan_approval"), protected_paths=[p for p in paths if p],
+                budgets=RepositoryBudgetsIO.model_validate(
+                    {name: form.optional(f"budget_{name}") for name in RepositoryBudgetsIO.model_fields}
+                ),
+            )  # fmt: skip
+        except ValidationError as error:
+            raise Invalid.from_validation(error) from None
         saved = await repositories.enable(owner, name, change)
         return back("/repositories", f"{saved.full_name} saved.")

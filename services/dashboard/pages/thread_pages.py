@@ -1,5 +1,5 @@
 """Thread pages: the list with its filters and pages, starting a thread, one thread with its
-follow-up and stop forms, and the live fragments its script appends."""
+follow-up, stop and approve forms, and the live fragments its script appends."""
 
 import json
 import time
@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
+from pydantic import ValidationError
 
 from drydock.bus import EventType
 from drydock.roles import Role
@@ -17,9 +18,10 @@ from services.dashboard.auth.guard import Principal
 from services.dashboard.errors import Invalid
 from services.dashboard.pages.common import EFFORTS, PageKit, back, field_errors
 from services.dashboard.pages.forms import read_form
+from services.dashboard.threads.approvals import ThreadApprovals
 from services.dashboard.threads.diff_view import file_diffs
 from services.dashboard.threads.events import StoredEvent
-from services.dashboard.threads.schemas import EventOut, ThreadCreate, ThreadDetail, ThreadSummary
+from services.dashboard.threads.schemas import ApprovalCreate, EventOut, ThreadCreate, ThreadDetail, ThreadSummary
 from services.dashboard.threads.service import Filters, Threads, as_of, changed_files, event_out
 from services.dashboard.threads.sse import EncodedEvents
 from services.dashboard.threads.timeline import END_TYPES, Run, shown, step_of, timeline
@@ -53,6 +55,7 @@ LIST_EVENTS = frozenset({*EVENT_STATES, EventType.MESSAGE_POSTED})
 
 def routes(site: APIRouter, kit: PageKit, threads: Threads) -> None:
     dashboard, pages, guard = kit.dashboard, kit.pages, kit.dashboard.guard
+    approvals = ThreadApprovals(threads, dashboard.approvals, dashboard.runtime.bus)
 
     def list_filters(request: Request, principal: Principal) -> Filters:
         query = request.query_params
@@ -186,7 +189,8 @@ def routes(site: APIRouter, kit: PageKit, threads: Threads) -> None:
         return kit.render(
             request, "thread.html", principal, live_url=f"/threads/{thread_id}/live?after={last}",
             stoppable=detail.state in {ThreadState.RUNNING, ThreadState.QUEUED},
-            takes_messages=detail.kind == Role.CODER, **await conversation(detail),
+            takes_messages=detail.kind == Role.CODER, approvals=await approvals.show(principal, thread_id),
+            **await conversation(detail),
         )  # fmt: skip
 
     @site.get("/threads/{thread_id}/sections")
@@ -252,6 +256,20 @@ def routes(site: APIRouter, kit: PageKit, threads: Threads) -> None:
             raise Invalid.field(("body", "text"), "write a message first")
         await threads.post(principal, thread_id, text[:20_000])
         return back(f"/threads/{thread_id}", "Message sent.")
+
+    @site.post("/threads/{thread_id}/approve")
+    async def approve(request: Request, thread_id: str) -> Response:
+        principal = await kit.signed_in(request)
+        form = await read_form(request, guard, principal)
+        change = form.optional("change")
+        try:
+            result = await approvals.approve(principal, thread_id, ApprovalCreate(change=change).change)
+        except ValidationError as error:
+            raise Invalid.field(
+                ("body", "change"), f"not a held push's change id: {error.errors()[0]['msg']}"
+            ) from None
+        approved = (["the plan"] if result.plan else []) + [f"push {c[:12]}" for c in result.pushes]
+        return back(f"/threads/{thread_id}", f"Approved {', '.join(approved)}." if approved else "Nothing was waiting.")
 
     @site.post("/threads/{thread_id}/stop")
     async def stop_thread(request: Request, thread_id: str) -> Response:

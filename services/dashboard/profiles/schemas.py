@@ -31,6 +31,7 @@ class ProfileOut(BaseModel):
     draft_prs: bool
     auto_open_pr: bool
     autofix: bool
+    plan_approval: bool = Field(description="Your threads' changes wait for your approval of the coder's plan.")
     identities: list[Identity] = Field(description="Linked (verified) GitHub, Slack and Linear accounts.")
     pending: list[PendingLink] = Field(description="Slack and Linear links waiting for their code.")
 
@@ -47,6 +48,7 @@ class ProfileIn(BaseModel):
     draft_prs: bool = False
     auto_open_pr: bool = True
     autofix: bool = False
+    plan_approval: bool = False
 
 
 class LinkCodeIn(BaseModel):

@@ -54,6 +54,7 @@ class Profiles:
                 draft_prs=change.draft_prs,
                 auto_open_pr=change.auto_open_pr,
                 autofix=change.autofix,
+                plan_approval=change.plan_approval,
             )
         except ValidationError as error:
             raise Invalid([*errors, *Invalid.from_validation(error).errors]) from None

@@ -16,6 +16,10 @@ class RepositoryOut(BaseModel):
     reviewer: bool
     autofix: bool
     budgets: RepositoryBudgetsIO = Field(default_factory=RepositoryBudgetsIO)
+    plan_approval: bool = Field(description="The coder's changes wait for the thread owner's approval of its plan.")
+    protected_paths: list[str] = Field(
+        description="gitignore patterns; a push changing a match waits for the thread owner's approval."
+    )
 
 
 class RepositoriesOut(BaseModel):
@@ -36,6 +40,12 @@ class RepositoryIn(BaseModel):
     autofix: bool = False
     budgets: RepositoryBudgetsIO = Field(
         default_factory=RepositoryBudgetsIO, description="Overrides of the team's limits (empty: the team's)."
+    )
+    plan_approval: bool = False
+    protected_paths: list[str] | None = Field(
+        default=None,
+        max_length=50,
+        description="gitignore patterns (at most 50); null: the default, .github/workflows/**; []: none.",
     )
 
 

@@ -3,7 +3,10 @@ the coder, the reviewer and autofix work there. Administrators only."""
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 from drydock.accounts import RepositorySettings, repository_name
+from drydock.accounts.models import DEFAULT_PROTECTED_PATHS
 from services.dashboard.budgets.schemas import RepositoryBudgetsIO
 from services.dashboard.context import Dashboard
 from services.dashboard.errors import DashboardError, Invalid, NotFound
@@ -62,13 +65,14 @@ class Repositories:
             if repo is None:
                 raise Invalid.field(at, f"the GitHub App is not installed on {repository}")
             repository, installed, private = repo.full_name, True, repo.private
-        settings = RepositorySettings(
-            full_name=repository,
-            coder=change.coder,
-            reviewer=change.reviewer,
-            autofix=change.autofix,
-            budgets=change.budgets.record(),
-        )
+        paths = DEFAULT_PROTECTED_PATHS if change.protected_paths is None else tuple(change.protected_paths)
+        try:
+            settings = RepositorySettings(
+                full_name=repository, coder=change.coder, reviewer=change.reviewer, autofix=change.autofix,
+                plan_approval=change.plan_approval, protected_paths=paths, budgets=change.budgets.record(),
+            )  # fmt: skip
+        except ValidationError as error:
+            raise Invalid.from_validation(error) from None
         await self._accounts.save_repository(settings)
         return _row(repository, settings, installed=installed, private=private)
 
@@ -90,4 +94,6 @@ def _row(
         reviewer=settings.reviewer if settings else False,
         autofix=settings.autofix if settings else False,
         budgets=RepositoryBudgetsIO.of(settings.budgets) if settings else RepositoryBudgetsIO(),
+        plan_approval=settings.plan_approval if settings else False,
+        protected_paths=list(settings.protected_paths if settings else DEFAULT_PROTECTED_PATHS),
     )

@@ -1,4 +1,4 @@
-"""``/api/v1/threads``: list, read, start, follow up, stop, and the live event stream."""
+"""``/api/v1/threads``: list, read, start, follow up, stop, approve, and the live event stream."""
 
 import json
 from collections.abc import AsyncIterator
@@ -10,8 +10,12 @@ from fastapi.responses import StreamingResponse
 from services.dashboard.auth.guard import Principal
 from services.dashboard.context import Dashboard
 from services.dashboard.errors import responses
+from services.dashboard.threads.approvals import ThreadApprovals
 from services.dashboard.threads.schemas import (
     Accepted,
+    ApprovalCreate,
+    ApprovalResult,
+    ApprovalsOut,
     MessageCreate,
     ThreadCreate,
     ThreadDetail,
@@ -29,6 +33,7 @@ def router(dashboard: Dashboard, threads: Threads) -> APIRouter:
     heartbeat = dashboard.settings.dashboard.event_heartbeat.total_seconds()
     lifetime = dashboard.settings.dashboard.event_stream_lifetime.total_seconds()
     encoded = EncodedEvents(lambda stored: f"id: {stored.seq}\ndata: {json.dumps(threads.stream_item(stored))}\n\n")
+    approvals = ThreadApprovals(threads, dashboard.approvals, dashboard.runtime.bus)
     api = APIRouter(prefix="/api/v1/threads", tags=["threads"], route_class=dashboard.api_route)
     Reader = Annotated[Principal, Depends(guard.principal)]
     Writer = Annotated[Principal, Depends(guard.writer)]
@@ -64,6 +69,18 @@ def router(dashboard: Dashboard, threads: Threads) -> APIRouter:
     @api.post("/{thread_id}/stop", status_code=202, responses=responses(404, 409), summary="Stop the thread's run")
     async def stop_thread(principal: Writer, thread_id: str) -> Accepted:
         return await threads.stop(principal, thread_id)
+
+    @api.get("/{thread_id}/approvals", responses=responses(404), summary="The held plan and held pushes")
+    async def get_approvals(principal: Reader, thread_id: str) -> ApprovalsOut:
+        return await approvals.show(principal, thread_id)
+
+    @api.post(
+        "/{thread_id}/approve",
+        responses=responses(404, 422),
+        summary="Approve the held plan and held pushes (the thread's owner only)",
+    )
+    async def approve(principal: Writer, thread_id: str, request: ApprovalCreate) -> ApprovalResult:
+        return await approvals.approve(principal, thread_id, request.change)
 
     @api.get(
         "/{thread_id}/events/stream",

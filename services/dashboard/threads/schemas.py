@@ -131,3 +131,45 @@ class MessageCreate(BaseModel):
 class Accepted(BaseModel):
     thread_id: str
     state: str | None
+
+
+class PlanOut(BaseModel):
+    revision: int
+    description: str
+    todos: list[dict[str, str]]
+    state: str = Field(description="held or approved")
+    submitted_at: datetime
+    approved_by: str = ""
+
+
+class HeldPushOut(BaseModel):
+    change: str = Field(description="The digest of the push's exact ref updates; approve it by this id.")
+    repository: str
+    refs: list[str] = Field(description="'old new ref' per updated ref")
+    paths: list[str] = Field(description="The protected paths it changes")
+    state: str = Field(description="held or approved")
+    held_at: datetime
+    approved_by: str = ""
+
+
+class ApprovalsOut(BaseModel):
+    """What waits for (or got) the thread owner's approval."""
+
+    plan: PlanOut | None
+    pushes: list[HeldPushOut]
+    may_approve: bool = Field(description="Whether you own the thread (only its owner approves).")
+
+
+class ApprovalCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    change: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="One held push to approve; null: the held plan and every held push.",
+    )
+
+
+class ApprovalResult(BaseModel):
+    plan: int | None = Field(description="The plan revision approved, if one was held.")
+    pushes: list[str] = Field(description="The held pushes approved (change ids).")

@@ -213,6 +213,10 @@ class Threads:
             return True
         return await self._d.access.may_see(principal.session, fields.get(REPOSITORY) or None)
 
+    async def visible(self, principal: Principal, thread_id: str) -> dict[str, str]:
+        """The thread's metadata; :class:`NotFound` or :class:`Forbidden`."""
+        return await self._visible(principal, thread_id)
+
     async def _visible(self, principal: Principal, thread_id: str) -> dict[str, str]:
         """The thread's metadata; :class:`NotFound` or :class:`Forbidden`."""
         fields = await self._d.metadata.find(thread_id) if _is_id(thread_id) else None

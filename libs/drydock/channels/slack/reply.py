@@ -18,6 +18,11 @@ class Button:
     value: str
 
 
+APPROVE_ACTION = "drydock_approve"
+"""The action id of the Approve button; pressing it is the owner's ``@drydock approve``."""
+APPROVE_BUTTON = Button(action_id=APPROVE_ACTION, text="Approve", value="approve")
+
+
 class SlackReplies:
     def __init__(self, client: SlackClient) -> None:
         self._client = client
@@ -26,11 +31,13 @@ class SlackReplies:
         where = address.address
         await self._client.post_in_thread(where["channel"], where["thread_ts"], text, effect=effect)
 
-    async def reply_with_button(self, address: ReplyAddress, text: str, button: Button) -> None:
+    async def reply_with_button(
+        self, address: ReplyAddress, text: str, button: Button, *, effect: str | None = None
+    ) -> None:
         """Post ``text`` in the thread with ``button`` under it (Block Kit: a section, an actions block)."""
         where = address.address
         blocks: list[dict[str, Any]] = [
-            {"type": "section", "text": {"type": "mrkdwn", "text": text}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": text[:2900]}},
             {
                 "type": "actions",
                 "elements": [
@@ -44,7 +51,7 @@ class SlackReplies:
                 ],
             },
         ]
-        await self._client.post_in_thread(where["channel"], where["thread_ts"], text, blocks=blocks)
+        await self._client.post_in_thread(where["channel"], where["thread_ts"], text, effect=effect, blocks=blocks)
 
     async def find_reply(self, address: ReplyAddress, effect: str) -> bool:
         """Whether the thread holds a reply posted as ``effect`` (found by its message metadata)."""

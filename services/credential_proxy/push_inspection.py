@@ -1,0 +1,211 @@
+"""Which paths a push changes, seen from the bytes git sends.
+
+A ``git-receive-pack`` request body is the ref-update commands (pkt-lines ``old new ref``, the
+first with the client's capabilities after a NUL, then a flush), optional push options (another
+flush-terminated list), then a packfile, usually *thin* (its deltas may use objects the server
+already has). :func:`parse_request` reads the commands.
+
+:class:`Mirrors` answers which paths the push changes with real git, against a bare mirror of the
+upstream repository kept by the proxy: it fetches the mirror (with the grant's upstream token,
+passed in git's environment, never on a command line), indexes the pushed pack into a
+quarantine object directory whose alternate is the mirror (``git index-pack --stdin
+--fix-thin``, the command ``receive-pack`` itself runs on untrusted packs; the mirror is never
+written by a push), and lists
+
+- the tree difference ``old..new`` of every updated ref (``git diff-tree``), and
+- the paths each pushed commit changes against its first parent, for commits no upstream branch
+  or tag has (``git log --not --branches --tags``): a branch's first push, and commits that a
+  later commit reverts, count too.
+
+A deletion changes no path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from drydock.threads.approvals import ZERO_ID, RefUpdate
+
+_OID_LENGTHS = frozenset({40, 64})
+HEAD_LIMIT = 4 * 1024 * 1024
+"""The most bytes of commands and push options read before the pack."""
+_GIT_TIMEOUT = 300.0
+
+
+class MalformedPush(ValueError):
+    """The body is not a receive-pack request the proxy can read."""
+
+
+class InspectionFailed(RuntimeError):
+    """Git could not answer (upstream unreachable, a pack git refuses); the push is refused."""
+
+
+@dataclass(frozen=True)
+class PushRequest:
+    updates: tuple[RefUpdate, ...]
+    capabilities: frozenset[str]
+    pack_offset: int
+    """Where the packfile starts in the body."""
+
+
+def _pkt_line(body: bytes, position: int) -> tuple[bytes | None, int]:
+    """The pkt-line at ``position`` (``None`` for a flush) and the position after it."""
+    if len(body) < position + 4:
+        raise MalformedPush("the push request ends inside its commands")
+    try:
+        length = int(body[position : position + 4], 16)
+    except ValueError:
+        raise MalformedPush("the push request's commands are not pkt-lines") from None
+    if length == 0:
+        return None, position + 4
+    if length < 4 or len(body) < position + length:
+        raise MalformedPush("the push request has a truncated pkt-line")
+    return body[position + 4 : position + length], position + length
+
+
+def _oid(value: str) -> str:
+    if len(value) not in _OID_LENGTHS or any(ch not in "0123456789abcdef" for ch in value):
+        raise MalformedPush(f"{value[:80]!r} is not an object id")
+    return value
+
+
+def parse_request(body: bytes) -> PushRequest:
+    """The ref updates, capabilities and pack offset of a receive-pack request ``body`` (at least
+    its head: the commands and push options). No update at all is git's probe of a large push
+    (a lone flush, sent before the chunked body)."""
+    updates: list[RefUpdate] = []
+    capabilities: frozenset[str] = frozenset()
+    payload, position = _pkt_line(body, 0)
+    while payload is not None:
+        if payload.startswith(b"shallow "):
+            payload, position = _pkt_line(body, position)
+            continue
+        if payload.startswith(b"push-cert"):
+            raise MalformedPush("signed pushes (--signed) are not supported through the proxy")
+        command, nul, caps = payload.partition(b"\0")
+        if nul:
+            capabilities = frozenset(caps.decode("utf-8", "replace").split())
+        parts = command.decode("utf-8", "replace").rstrip("\n").split(" ", 2)
+        if len(parts) != 3 or not parts[2].startswith("refs/"):
+            raise MalformedPush("a push command is not 'old new ref'")
+        updates.append(RefUpdate(_oid(parts[0]), _oid(parts[1]), parts[2]))
+        payload, position = _pkt_line(body, position)
+    if "push-options" in capabilities:
+        option: bytes | None = b""
+        while option is not None:
+            option, position = _pkt_line(body, position)
+    return PushRequest(tuple(updates), capabilities, position)
+
+
+def _git_environment(extra: Mapping[str, str]) -> dict[str, str]:
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": tempfile.gettempdir(),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_TERMINAL_PROMPT": "0",
+        "LC_ALL": "C",
+        **extra,
+    }
+
+
+async def _git(*args: str, env: Mapping[str, str], stdin: int | None = None) -> bytes:
+    process = await asyncio.create_subprocess_exec(
+        "git",
+        *args,
+        stdin=stdin if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=_git_environment(env),
+    )
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), _GIT_TIMEOUT)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        raise InspectionFailed(f"git {args[0]} took longer than {_GIT_TIMEOUT:g} s") from None
+    if process.returncode != 0:
+        raise InspectionFailed(f"git {args[0]} failed: {err.decode('utf-8', 'replace').strip()[-500:]}")
+    return out
+
+
+def _names(output: bytes) -> set[str]:
+    return {name.strip("\n") for name in output.decode("utf-8", "surrogateescape").split("\0") if name.strip("\n")}
+
+
+class Mirrors:
+    """Bare mirrors of upstream repositories under ``root``, one per repository."""
+
+    def __init__(self, root: Path, git_upstream: str) -> None:
+        self._root = root
+        self._upstream = git_upstream.rstrip("/")
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def _path(self, repository: str) -> Path:
+        owner, name = repository.lower().split("/", 1)
+        return self._root / "mirrors" / owner / f"{name}.git"
+
+    async def _fetch(self, repository: str, authorization: str) -> Path:
+        mirror = self._path(repository)
+        lock = self._locks.setdefault(repository.lower(), asyncio.Lock())
+        async with lock:
+            if not (mirror / "objects").is_dir():
+                await asyncio.to_thread(mirror.parent.mkdir, parents=True, exist_ok=True)
+                await _git("init", "--bare", "--quiet", str(mirror), env={})
+            header = {
+                "GIT_CONFIG_COUNT": "1",
+                "GIT_CONFIG_KEY_0": "http.extraHeader",
+                "GIT_CONFIG_VALUE_0": f"Authorization: {authorization}",
+                "GIT_DIR": str(mirror),
+            }
+            url = f"{self._upstream}/{repository}.git"
+            await _git(
+                "fetch", "--quiet", "--prune", "--no-tags", url,
+                "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*",
+                env=header,
+            )  # fmt: skip
+        return mirror
+
+    async def changed_paths(self, repository: str, authorization: str, body: Path, push: PushRequest) -> set[str]:
+        """Every path the push in ``body`` (a receive-pack request, spooled) changes."""
+        created = [u for u in push.updates if u.new != ZERO_ID]
+        if not created:
+            return set()
+        mirror = await self._fetch(repository, authorization)
+        quarantine = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="push-", dir=self._root))
+        try:
+            objects = quarantine / "objects"
+            await asyncio.to_thread((objects / "pack").mkdir, parents=True)
+            env = {
+                "GIT_DIR": str(mirror),
+                "GIT_OBJECT_DIRECTORY": str(objects),
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(mirror / "objects"),
+            }
+            size = (await asyncio.to_thread(body.stat)).st_size
+            if size > push.pack_offset:
+                with body.open("rb") as stream:
+                    stream.seek(push.pack_offset)
+                    await _git("index-pack", "--stdin", "--fix-thin", env=env, stdin=stream.fileno())
+            paths: set[str] = set()
+            for update in created:
+                if update.old != ZERO_ID:
+                    diff = await _git(
+                        "diff-tree", "-r", "-z", "--name-only", "--no-renames", update.old, update.new, env=env
+                    )
+                    paths |= _names(diff)
+            log = await _git(
+                "log", "--format=", "--name-only", "-z", "--no-renames", "--diff-merges=first-parent",
+                *(u.new for u in created), "--not", "--branches", "--tags",
+                env=env,
+            )  # fmt: skip
+            return paths | _names(log)
+        finally:
+            await asyncio.to_thread(shutil.rmtree, quarantine, True)
