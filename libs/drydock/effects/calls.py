@@ -9,6 +9,11 @@ run, or a later run of the thread (steps continue from the thread's checkpoint),
 step, so two legitimate successive writes never share a position. A call made inside a subagent
 is placed under the call that started the subagent (``step-12.0/step-3.1``), since the
 subagent's steps count from zero each time it runs.
+
+Positions are unique only as long as the thread's checkpoints are kept (the worker sets no
+checkpoint TTL and nothing deletes a thread's checkpoints): whatever came to expire or delete
+them must drop the thread's effect ledger (``Keys.effect``) with them, or a new run would meet
+the old positions.
 """
 
 from __future__ import annotations
