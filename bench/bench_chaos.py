@@ -192,6 +192,10 @@ class Chaos:
                     answer = await client.post(url + signed.path, content=signed.body, headers=signed.headers)
                 except httpx.HTTPError:
                     return False
+                except AttributeError:
+                    # httpcore on anyio under uvloop, when the ingress dies as the connection opens:
+                    # the socket is gone before its TLS attribute is read. A refused send, retried.
+                    return False
                 return answer.is_success
 
             while time.monotonic() < deadline:
@@ -355,6 +359,8 @@ class IngressProcess:
         self.stage = stage
         self.name = name
         self.port = free_port()
+        self.metrics_port = free_port()
+        """Its own: the default (9464) is one per machine, and several ingress processes run here."""
         self.process: asyncio.subprocess.Process | None = None
 
     @property
@@ -365,9 +371,21 @@ class IngressProcess:
         environment = self.stage.nats_user("ingress") | {
             "DRYDOCK_HTTP_HOST": "127.0.0.1",
             "DRYDOCK_HTTP_PORT": str(self.port),
+            "DRYDOCK_HTTP_METRICS_PORT": str(self.metrics_port),
         }
-        self.process = await self.stage.start_service_process("ingress", name=self.name, environment=environment)
-        await until_listening(self.port, self.process)
+        # A restart can find a port taken for a moment (another process on the shared machine got
+        # it as an ephemeral port): try again for a few seconds, then fail with the log's tail.
+        for attempt in range(5):
+            self.process = await self.stage.start_service_process("ingress", name=self.name, environment=environment)
+            try:
+                await until_listening(self.port, self.process)
+                return
+            except RuntimeError as failed:
+                tail = (self.stage.root / f"{self.name}.log").read_text(errors="replace")[-600:]
+                if attempt == 4:
+                    raise RuntimeError(f"{failed}:\n{tail}") from None
+                print(f"{self.name} did not start ({failed}); again in 1 s. Its log ends:\n{tail}", flush=True)
+                await asyncio.sleep(1)
 
     async def kill(self) -> None:
         assert self.process is not None

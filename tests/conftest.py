@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import hypothesis
 import pytest
@@ -14,7 +16,7 @@ from redis.asyncio import Redis
 
 from drydock.bus import Bus, connect_nats, provision, topology
 from drydock.config import Settings, load_settings
-from drydock.infra.embedded import EmbeddedUrls, embedded_infrastructure
+from drydock.infra.embedded import EmbeddedServer, EmbeddedUrls, embedded_infrastructure, valkey_server
 from drydock.infra.redis import Keys, connect_redis
 from drydock.infra.server_keys import ServerKeys
 
@@ -67,6 +69,19 @@ async def redis(settings: Settings) -> AsyncIterator[Redis]:
     client = await connect_redis(settings.redis)
     yield client
     await client.aclose()
+
+
+@pytest.fixture
+async def own_valkey() -> AsyncIterator[EmbeddedServer]:
+    """A Valkey of the test's own (AOF persistence), for tests that stop and restart it
+    (``await own_valkey.stop()``, ``await own_valkey.start()``: same port, same user, same data)."""
+    with tempfile.TemporaryDirectory(prefix="drydock-valkey-") as tmp:
+        server = valkey_server(Path(tmp), persist=True)
+        await server.start()
+        try:
+            yield server
+        finally:
+            await server.stop()
 
 
 @pytest.fixture

@@ -16,16 +16,21 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import structlog
+from redis.exceptions import RedisError
 
 from drydock.credentials import Grant, GrantRejected
+from drydock.errors import describe
+from drydock.infra.redis import StoreUnavailable
 from services.credential_proxy.context import ProxyContext
 from services.credential_proxy.metrics import REQUESTS
+from services.credential_proxy.store_outage import RETRY_AFTER_SECONDS
 
 log = structlog.get_logger(__name__)
 
 HEAD_LIMIT = 1 << 16
 HEAD_TIMEOUT = 30.0
 CHUNK = 1 << 16
+RETRY_LATER = {"Retry-After": str(RETRY_AFTER_SECONDS)}
 _DROPPED = frozenset({"proxy-authorization", "proxy-connection", "connection", "keep-alive"})
 
 
@@ -162,6 +167,12 @@ class EgressProxy:
             known = await self._ctx.grants.get(token)
             log.warning("egress grant rejected", thread_id=known.thread_id if known else None, reason=str(rejected))
             raise _Refusal(407, "Proxy Authentication Required", str(rejected), challenge) from None
+        except (RedisError, StoreUnavailable) as error:
+            REQUESTS.labels("egress", "store_unavailable").inc()
+            log.warning("store unavailable; egress answered 503", error=describe(error))
+            raise _Refusal(
+                503, "Service Unavailable", "the store is unavailable for a moment; retry shortly", RETRY_LATER
+            ) from None
 
 
 def _origin_form(head: _Head) -> bytes:

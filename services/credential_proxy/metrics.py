@@ -7,7 +7,7 @@ from drydock.telemetry import REGISTRY
 REQUESTS = Counter(
     "drydock_proxy_requests",
     "Requests through the credential proxy, by route (git, api, egress) and outcome "
-    "(forwarded, denied, rejected, unavailable, upstream_error).",
+    "(forwarded, denied, rejected, unavailable, store_unavailable, upstream_error).",
     ["route", "outcome"],
     registry=REGISTRY,
 )

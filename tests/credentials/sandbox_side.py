@@ -8,9 +8,10 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+from drydock.sandbox.backend import CommandResult
 from drydock.sandbox.credentials import SandboxGrant
 from drydock.sandbox.handle import Isolation, SandboxHandle
-from tests.fakes.git_server import git, isolated_git_env
+from tests.fakes.git_server import GitError, git, isolated_git_env
 
 
 def handle_for(thread_id: str, workspace: Path) -> SandboxHandle:
@@ -43,3 +44,12 @@ def occurrences(secret: str, home: Path, env: dict[str, str], extra_texts: list[
             found.append(str(path))
     found += [f"text:{index}" for index, text in enumerate(extra_texts) if secret in text]
     return found
+
+
+async def clone_attempt(url: str, destination: Path, env: dict[str, str]) -> CommandResult:
+    """``git clone url destination`` as the sandbox's daemon would answer it."""
+    try:
+        output = await git("clone", "-q", url, str(destination), env=env)
+    except GitError as failed:
+        return CommandResult(exit_code=128, output=str(failed), truncated=False, timed_out=False, duration_ms=0.0)
+    return CommandResult(exit_code=0, output=output, truncated=False, timed_out=False, duration_ms=0.0)

@@ -4,11 +4,13 @@ recording doubles of the channel-facing protocols."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph_checkpoint_plainredis import AsyncRedisSaver
 from pydantic import SecretStr
 
@@ -64,3 +66,37 @@ class RecordingNotifier:
         self.notices.append(text)
         if self.fail:
             raise ConnectionError("the channel is down")
+
+
+class CheckpointLoss:
+    """Makes ``saver`` forget every write after its checkpoint of graph step ``step``, as a store
+    that failed (or a worker that died) before the later steps' checkpoints were written: the
+    run goes on in memory, and the next run of the thread resumes from step ``step``.
+    ``restore()`` ends the loss."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, saver: AsyncRedisSaver, step: int) -> None:
+        self._monkeypatch = monkeypatch
+        self.losing = False
+        put, put_writes = saver.aput, saver.aput_writes
+
+        async def aput(
+            config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, versions: ChannelVersions
+        ) -> RunnableConfig:
+            if self.losing:
+                return {"configurable": {**config["configurable"], "checkpoint_id": checkpoint["id"]}}
+            stored = await put(config, checkpoint, metadata, versions)
+            self.losing = metadata.get("step", -1) >= step
+            return stored
+
+        async def aput_writes(
+            config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+        ) -> None:
+            if not self.losing:
+                await put_writes(config, writes, task_id, task_path)
+
+        monkeypatch.setattr(saver, "aput", aput)
+        monkeypatch.setattr(saver, "aput_writes", aput_writes)
+
+    def restore(self) -> None:
+        self.losing = False
+        self._monkeypatch.undo()

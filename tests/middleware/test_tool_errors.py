@@ -2,15 +2,16 @@ from __future__ import annotations
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.types import interrupt
 from langgraph_checkpoint_plainredis import AsyncRedisSaver
 
-from drydock.effects import current_call
+from drydock.effects import bound_call, current_call
+from drydock.effects.calls import call_position
 from drydock.middleware.tool_errors import ToolErrorsAsMessages
 from tests.fakes.openai_server import Script, ScriptedModelServer
-from tests.middleware.conftest import chat_model, run_config
+from tests.middleware.conftest import CheckpointLoss, chat_model, run_config
 
 
 @tool
@@ -66,11 +67,42 @@ class TestToolErrorsAsMessages:
 
 
 class TestBindsTheToolCall:
-    async def test_a_tool_sees_its_call_id_for_the_effects_ledger(self) -> None:
-        script = Script().tool_call("which_call", note="x").reply("done")
+    async def test_a_tool_sees_its_step_and_index_for_the_effects_ledger(self) -> None:
+        script = (
+            Script()
+            .tool_calls(("which_call", {"note": "a"}), ("which_call", {"note": "b"}))
+            .tool_call("which_call", note="c")
+            .reply("done")
+        )
         async with ScriptedModelServer(script) as server:
             agent = create_agent(chat_model(server), [which_call], middleware=[ToolErrorsAsMessages("t")])
             result = await agent.ainvoke({"messages": [HumanMessage("go")]})
 
-        answer = next(m for m in result["messages"] if isinstance(m, ToolMessage))
-        assert answer.text == answer.tool_call_id
+        answers = [m.text for m in result["messages"] if isinstance(m, ToolMessage)]
+        assert answers == ["step-2.0", "step-2.1", "step-4.0"]
+
+    async def test_a_model_step_asked_again_gives_its_calls_the_same_positions(
+        self, checkpointer: AsyncRedisSaver, thread_id: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        script = Script().tool_call("which_call", note="x").reply("done").tool_call("which_call", note="x").reply("ok")
+        loss = CheckpointLoss(monkeypatch, checkpointer, step=0)
+        async with ScriptedModelServer(script) as server:
+            agent = create_agent(
+                chat_model(server), [which_call], middleware=[ToolErrorsAsMessages("t")], checkpointer=checkpointer
+            )
+            first = await agent.ainvoke({"messages": [HumanMessage("go")]}, run_config(thread_id))
+            loss.restore()
+            again = await agent.ainvoke(None, run_config(thread_id))
+
+        first_call, second_call = (
+            next(m for m in run["messages"] if isinstance(m, ToolMessage)) for run in (first, again)
+        )
+        assert first_call.tool_call_id != second_call.tool_call_id
+        assert first_call.text == second_call.text == "step-2.0"
+
+    async def test_a_call_inside_another_call_is_placed_under_it(self) -> None:
+        outer = call_position(7, [AIMessage("", tool_calls=[{"name": "task", "args": {}, "id": "c1"}])], "c1")
+        assert outer == "step-7.0"
+        with bound_call(outer), bound_call("step-2.1"):
+            assert current_call() == "step-7.0/step-2.1"
+        assert current_call().startswith("direct-")

@@ -9,8 +9,8 @@ import pytest
 from redis.asyncio import Redis
 
 from drydock.config import Settings
-from drydock.infra.embedded import valkey_server
-from drydock.infra.redis import Keys, connect_redis
+from drydock.infra.embedded import EmbeddedServer, valkey_server
+from drydock.infra.redis import Keys, connect_redis, redis_client
 from drydock.threads import Lease, LeaseBusy, LeaseLost, Leases
 
 SHORT = timedelta(milliseconds=600)
@@ -114,6 +114,28 @@ class TestHold:
             finally:
                 await server.stop()
                 await client.aclose()
+
+    async def test_a_retrying_client_still_loses_the_lease_within_the_ttl(
+        self, settings: Settings, own_valkey: EmbeddedServer, keys: Keys, thread_id: str
+    ) -> None:
+        client = redis_client(settings.redis, own_valkey.url, decode_responses=True)
+        leases = Leases(client, keys, ttl=timedelta(milliseconds=1200))
+        loop = asyncio.get_running_loop()
+        stopped_at = 0.0
+
+        async def run_while_redis_is_down() -> None:
+            nonlocal stopped_at
+            async with leases.hold(thread_id, "a"):
+                await own_valkey.stop()
+                stopped_at = loop.time()
+                await asyncio.sleep(10)
+
+        try:
+            with pytest.raises(LeaseLost):
+                await run_while_redis_is_down()
+            assert loop.time() - stopped_at <= 1.2 + 0.3
+        finally:
+            await client.aclose()
 
     async def test_outer_cancellation_is_not_swallowed(self, leases: Leases, thread_id: str) -> None:
         async def hold_forever() -> None:

@@ -6,16 +6,22 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from redis.asyncio import Redis
 
 from drydock.bus import Bus
 from drydock.bus.envelopes import Channel, EventType, ReplyAddress
 from drydock.channels.outbound import Outbound
+from drydock.checkpoints import open_checkpointer
 from drydock.config import Settings
 from drydock.effects import EffectLedger, bound_call, marked
 from drydock.infra.redis import Keys
+from drydock.middleware.tool_errors import ToolErrorsAsMessages
 from drydock.threads.pr_records import PullRequestRecord, PullRequestRecords
 from drydock.tools import github_comment
+from tests.fakes.openai_server import Script, ScriptedModelServer
+from tests.middleware.conftest import CheckpointLoss, chat_model, run_config
 from tests.tools.channel_fixtures import GithubWorld, github_world, last_event
 from tests.tools.conftest import REPOSITORY, MakeContext, github_reply_to
 
@@ -134,7 +140,7 @@ class TestReplay:
     """A tool call replayed after a crash (the run's checkpoint still holds the call) leaves one
     comment, wherever the crash fell."""
 
-    CALL = "call_replayed"
+    CALL = "step-12.0"
     EFFECT = f"{CALL}:github_comment"
 
     async def test_a_crash_before_the_write_posts_once_on_replay(
@@ -200,9 +206,73 @@ class TestReplay:
         github.activity.open_issue(REPOSITORY, 44)
         tool = github_comment.build(make_context(reply_to=github_reply_to(number=44), outbound=outbound))
 
-        with bound_call("call_a"):
+        with bound_call("step-12.0"):
             await tool.ainvoke({"body": "One."})
-        with bound_call("call_b"):
+        with bound_call("step-14.0"):
             await tool.ainvoke({"body": "Two."})
 
         assert [visible(c.body) for c in github.activity.comments_on(REPOSITORY, 44)] == ["One.", "Two."]
+
+
+class TestModelAskedAgain:
+    """The run posted, then the checkpoints after the model's step were lost (a store error, a
+    worker killed before the asynchronous checkpoint write): the resumed run asks the model again,
+    which names its call with a new id. The effect is keyed by the step's position, so the comment
+    stays one, found in the ledger or, when the crash also came before the ledger's record, by its
+    marker; a follow-up run comments again."""
+
+    @pytest.mark.parametrize("recorded", [True, False], ids=["ledger-recorded", "ledger-claimed-only"])
+    async def test_a_re_asked_model_step_posts_once(
+        self,
+        recorded: bool,
+        github: GithubWorld,
+        outbound: Outbound,
+        make_context: MakeContext,
+        settings: Settings,
+        redis: Redis,
+        keys: Keys,
+        thread_id: str,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        number = 51 if recorded else 52
+        github.activity.open_issue(REPOSITORY, number)
+        tool = github_comment.build(make_context(reply_to=github_reply_to(number=number), outbound=outbound))
+        script = (
+            Script()
+            .tool_call("github_comment", body="Done.")
+            .reply("Posted.")
+            .tool_call("github_comment", body="Done, as I said.")
+            .reply("Posted.")
+            .tool_call("github_comment", body="Here is more.")
+            .reply("Posted again.")
+        )
+        async with (
+            open_checkpointer(settings.redis.model_copy(update={"key_prefix": keys.prefix})) as checkpointer,
+            ScriptedModelServer(script) as server,
+        ):
+            agent = create_agent(
+                chat_model(server), [tool], middleware=[ToolErrorsAsMessages(thread_id)], checkpointer=checkpointer
+            )
+            loss = CheckpointLoss(monkeypatch, checkpointer, step=0)
+            first = await agent.ainvoke({"messages": [HumanMessage("please comment")]}, run_config(thread_id))
+            loss.restore()
+            if not recorded:
+                effect = keys.effect(thread_id, "step-2.0:github_comment")
+                await redis.hdel(effect, "result")
+                await redis.hset(effect, "state", "claimed")
+            resumed = await agent.ainvoke(None, run_config(thread_id))
+            ids = [_tool_call_ids(run["messages"]) for run in (first, resumed)]
+            comments = github.activity.comments_on(REPOSITORY, number)
+
+            assert ids[0] != ids[1]
+            assert [visible(c.body) for c in comments] == ["Done."]
+            assert next(m for m in resumed["messages"] if isinstance(m, ToolMessage)).status != "error"
+
+            await agent.ainvoke({"messages": [HumanMessage("and more")]}, run_config(thread_id))
+
+        comments = github.activity.comments_on(REPOSITORY, number)
+        assert [visible(c.body) for c in comments] == ["Done.", "Here is more."]
+
+
+def _tool_call_ids(messages: list[BaseMessage]) -> list[str]:
+    return [str(call["id"]) for m in messages if isinstance(m, AIMessage) for call in m.tool_calls]

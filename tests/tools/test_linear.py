@@ -86,7 +86,7 @@ class TestReplay:
         tool = linear.build(make_context(reply_to=from_comment(fake, issue), outbound=outbound))
 
         for _ in range(2):
-            with bound_call("call_replayed"):
+            with bound_call("step-12.0"):
                 await tool.ainvoke({"action": "comment", "issue_id": other.id, "body": "Same cause."})
 
         assert [c.body for c in fake.state.comments_on(other.id)] == ["Same cause."]
@@ -98,7 +98,7 @@ class TestReplay:
         before = len(fake.state.comments_on(issue.id))
 
         for _ in range(2):
-            with bound_call("call_replayed"):
+            with bound_call("step-12.0"):
                 await tool.ainvoke({"action": "comment", "body": "Done."})
 
         assert len(fake.state.comments_on(issue.id)) == before + 1

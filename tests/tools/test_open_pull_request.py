@@ -206,9 +206,9 @@ class TestReplay:
     ) -> None:
         tool = open_pull_request.build(make_context(tool_settings, repository=repo, outbound=outbound))
 
-        with bound_call("call_open"):
+        with bound_call("step-8.0"):
             first = await tool.ainvoke({"title": "Fix", "head": "drydock/abc-fix"})
-        with bound_call("call_open"):
+        with bound_call("step-8.0"):
             again = await tool.ainvoke({"title": "Fix", "head": "drydock/abc-fix"})
 
         assert again == first
@@ -227,11 +227,11 @@ class TestReplay:
         thread_id: str,
     ) -> None:
         tool = open_pull_request.build(make_context(tool_settings, repository=repo, outbound=outbound))
-        with bound_call("call_first"):
+        with bound_call("step-6.0"):
             first = await tool.ainvoke({"title": "Fix", "head": "drydock/abc-fix"})
         await EffectLedger(redis, keys).claim(thread_id, "call_open:pull_request")
 
-        with bound_call("call_open"):
+        with bound_call("step-8.0"):
             again = await tool.ainvoke({"title": "Fix", "head": "drydock/abc-fix"})
 
         assert again["number"] == first["number"]

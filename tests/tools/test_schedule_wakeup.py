@@ -99,7 +99,7 @@ class TestRefusals:
 class TestReplay:
     """A replayed ``schedule_wakeup`` call leaves one wake-up, wherever the crash fell."""
 
-    CALL = "call_replayed"
+    CALL = "step-12.0"
 
     async def test_a_crash_after_scheduling_finds_the_wake_up(
         self, make_context: MakeContext, wakeups: Wakeups, redis: Redis, keys: Keys, thread_id: str

@@ -84,7 +84,7 @@ class TestReply:
 class TestReplay:
     """A replayed ``slack_reply`` call leaves one message in the Slack thread, wherever the crash fell."""
 
-    CALL = "call_replayed"
+    CALL = "step-12.0"
     EFFECT = f"{CALL}:reply-slack"
 
     async def test_a_crash_before_the_post_posts_once_on_replay(

@@ -143,11 +143,11 @@ class TestReplay:
         self, github: GithubWorld, context: ToolContext, tool: BaseTool
     ) -> None:
         number = await open_one(context)
-        with bound_call("call_update"):
+        with bound_call("step-8.1"):
             await tool.ainvoke({"title": "Fix the widget"})
         pull(github, context, number).title = "Fix the widget (edited by a maintainer)"
 
-        with bound_call("call_update"):
+        with bound_call("step-8.1"):
             again = await tool.ainvoke({"title": "Fix the widget"})
 
         assert pull(github, context, number).title == "Fix the widget (edited by a maintainer)"

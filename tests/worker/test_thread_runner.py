@@ -5,9 +5,12 @@ from datetime import timedelta
 
 import pytest
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from drydock.bus import Author, Bus, Channel, InboxMessage, ReplyAddress, Trigger, Wake
-from drydock.infra.redis import Keys
+from drydock.config import Settings
+from drydock.infra.embedded import EmbeddedServer
+from drydock.infra.redis import Keys, redis_client
 from drydock.roles import Role
 from drydock.threads import Inbox, Lease, Leases
 from drydock.worker import ThreadRunner
@@ -133,3 +136,33 @@ class TestThreadRunner:
         await inbox.append(message(thread_id, "queued"))
         await ThreadRunner(leases, inbox, agent, owner="w")(Wake(thread_id=thread_id, role=Role.CODER))
         assert agent.handled == []
+
+
+class TestStoreErrors:
+    async def test_a_run_failing_on_the_store_releases_its_lease_and_fails_the_wake(
+        self, settings: Settings, own_valkey: EmbeddedServer, bus: Bus, keys: Keys, thread_id: str
+    ) -> None:
+        """The error reaches the wake consumer (which naks the wake for a prompt redelivery) and
+        the lease is free at once, released on the restarted store (over connections the restart
+        left stale), not left to expire."""
+        client = redis_client(settings.redis, own_valkey.url, decode_responses=True)
+        inbox = Inbox(bus)
+        leases = Leases(client, keys, ttl=timedelta(seconds=30))
+        await inbox.append(message(thread_id, "first"))
+
+        async def run_meeting_an_outage(thread: str, lease: Lease) -> int:
+            await own_valkey.stop()
+            try:
+                await client.set(f"run-output-{thread}", "lost")
+            finally:
+                await own_valkey.start()
+            return 0
+
+        try:
+            with pytest.raises(RedisConnectionError):
+                await ThreadRunner(leases, inbox, run_meeting_an_outage, owner="w")(
+                    Wake(thread_id=thread_id, role=Role.CODER)
+                )
+            assert await leases.acquire(thread_id, "next") is not None
+        finally:
+            await client.aclose()

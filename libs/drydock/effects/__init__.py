@@ -1,7 +1,9 @@
-"""Writes outside Drydock, made once per tool call.
+"""Writes outside Drydock, made once per tool call position.
 
 Every action that changes something on a code host, chat or tracker goes through
-:meth:`Effects.once`, keyed by the run's tool call id (:mod:`drydock.effects.calls`): a ledger in
+:meth:`Effects.once`, keyed by the tool call's position in the thread's run (the graph step and
+the call's index in the model's message, :mod:`drydock.effects.calls`), not by the model's tool
+call id, which changes when a step lost with its checkpoint is asked again: a ledger in
 Redis records the claim before the write and the result after it, and where the external API
 allows, the written object carries a marker (:mod:`drydock.effects.markers`) that a replay looks
 up when the ledger holds a claim without a result. A replay after a crash at any point finds the

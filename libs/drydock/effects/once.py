@@ -26,7 +26,7 @@ class Effects:
         self._thread_id = thread_id
 
     async def once(self, name: str, write: Write, *, find: Find | None = None) -> dict[str, Any]:
-        """Make the effect ``name`` of the current tool call once and return its result.
+        """Make the effect ``name`` of the current tool call's position once and return its result.
 
         The ledger is claimed before ``write`` and completed after it. A replay of a completed
         effect returns the recorded result. A replay of a claimed one (the earlier attempt stopped

@@ -1,8 +1,10 @@
 """Middleware 3: a tool that raises becomes an error tool message the model can act on,
 instead of an exception that ends the run. Interrupts and other graph control flow pass.
 
-It also binds the call's id for the effects layer (:mod:`drydock.effects`), since it wraps
-every tool call of every role: a replayed call keys its external writes by the same id."""
+It also binds the call's position for the effects layer (:mod:`drydock.effects.calls`: the
+graph step and the call's index in the model's message), since it wraps every tool call of every
+role: a replayed call, even one the model made again under a new id, keys its external writes
+by the same position."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from drydock.effects import bound_call
+from drydock.effects.calls import position_in
 
 log = structlog.get_logger(__name__)
 
@@ -36,7 +39,9 @@ class ToolErrorsAsMessages(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         try:
-            with bound_call(str(request.tool_call["id"])):
+            call_id = str(request.tool_call["id"])
+            config = request.runtime.config if request.runtime is not None else None
+            with bound_call(position_in(config, request.state, call_id)):
                 return await handler(request)
         except GraphBubbleUp:
             raise

@@ -142,16 +142,20 @@ class HeldLease:
         ttl = self._leases.ttl.total_seconds()
         interval = ttl / 3
         valid_until = time.monotonic() + ttl
+        # Give up slightly before the TTL so that no other worker can already hold it.
+        margin = min(interval / 2, 1.0)
         while True:
             await pause(min(interval, max(0.0, valid_until - time.monotonic())))
             try:
-                if not await self._leases.renew(lease):
+                # The client retries a lost connection for seconds; a renewal still retrying when
+                # the lease runs out must not keep the block running past it.
+                bound = max(0.01, valid_until - margin - time.monotonic())
+                if not await asyncio.wait_for(self._leases.renew(lease), bound):
                     break
                 valid_until = time.monotonic() + ttl
             except (RedisError, OSError) as error:
                 log.warning("lease renewal failed", thread_id=lease.thread_id, error=describe(error))
-                # Give up slightly before the TTL so that no other worker can already hold it.
-                if time.monotonic() >= valid_until - min(interval / 2, 1.0):
+                if time.monotonic() >= valid_until - margin:
                     break
                 await asyncio.sleep(min(0.2, interval / 4))
         self.lost = True

@@ -18,7 +18,9 @@ stop count as answered, so nothing starts the run again until a new one arrives.
 a person can act on (no model configured, a model choice the catalog rejects, the model endpoint
 failing for good, a repository that cannot be cloned, the sandbox circuit breaker) end the run
 with a notice in the source conversation and an ``error`` event; they are not retried, since
-retrying cannot fix them.
+retrying cannot fix them. A clone that fails while the proxy or the store behind it recovers is
+retried (:mod:`drydock.worker.clone_retries`) and, if the outage lasts, fails the run for a
+redelivery instead.
 Failures of our own infrastructure raise, so the wake is redelivered with backoff.
 
 Budgets (:mod:`drydock.worker.budget_gate`) are passed after the model is resolved and before
@@ -84,6 +86,7 @@ from drydock.tools.context import ThreadScope, ToolContext
 from drydock.usage import UsageLedger, UsageRecorder, UsageScope
 from drydock.usage.recorder import METADATA_KEY as USAGE_METADATA_KEY
 from drydock.worker.budget_gate import BudgetGate, RunRefused, paused_notice, stopped_notice
+from drydock.worker.clone_retries import clone_with_retries
 from drydock.worker.sources import SourceNotices, SourceStatus
 
 log = structlog.get_logger(__name__)
@@ -451,7 +454,9 @@ class AgentRuns:
 
     async def _checkout(self, backend: SandboxBackend, repository: str) -> Checkout:
         """Clone ``repository`` into the sandbox's workspace unless it is there (through the
-        credential proxy, by the grant's git rules); read its default branch and root AGENTS.md."""
+        credential proxy, by the grant's git rules; a transient failure is retried, and one that
+        lasts raises :class:`~drydock.worker.clone_retries.CloneUnavailable` so that the wake is
+        redelivered); read its default branch and root AGENTS.md."""
         path = f"{backend.handle.workspace.rstrip('/')}/{repository.rsplit('/', 1)[-1]}"
         url = f"https://{self.parts.settings.github.host}/{repository}.git"
         where = shlex.quote(path)
@@ -462,7 +467,9 @@ class AgentRuns:
                 f"git -C {where} symbolic-ref --quiet --short refs/remotes/origin/HEAD || true",
             ]
         )
-        result = await backend.run(script, time_limit=600)
+        result = await clone_with_retries(
+            lambda: backend.run(script, time_limit=600), repository=repository, thread_id=backend.handle.thread_id
+        )
         if result.exit_code != 0:
             tail = result.output.strip()[-600:]
             raise RunEnded(f"I could not clone {repository} into my sandbox:\n```\n{tail}\n```")
