@@ -13,26 +13,37 @@ ingress, credential proxy, coder worker, local sandboxes, the scripted model):
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from deepagents import create_deep_agent
 from langchain_core.outputs import ChatResult
+from langchain_core.tools import StructuredTool
+from langgraph.checkpoint.memory import InMemorySaver
 from nats.aio.msg import Msg
 
 from bench.harness import Figures, report
 from drydock.bus import EventType, RunEvent
 from drydock.bus.subjects import EVENT
 from drydock.chat_openai import DrydockChatOpenAI
+from drydock.models import Models
 from drydock.threads import ids
+from drydock.tools import web_search
 from tests.e2e.pipeline import ORG, Stage, pipeline, sandbox_processes
 from tests.e2e.test_github_issue import mention
 from tests.fakes.openai_server import ReceivedRequest, Responder, Script
 
 STEPS = 40
+ROUNDS = 3
+EARLY = range(1, 6)
+LATE = range(STEPS - 4, STEPS + 1)
+STEP_RATIO_TARGET = 1.5
 FOLLOW_UPS = 30
 THREADS = 200
 MODEL_LATENCY = 0.2
@@ -98,6 +109,9 @@ class Endings:
 
         await stage.runtime.nats.subscribe(f"{EVENT}.*.*", cb=on_event)
 
+    def has_completed(self, thread_id: str, runs: int) -> bool:
+        return self.completed.get(thread_id, 0) >= runs
+
     async def wait_completed(self, runs: int, within: float) -> None:
         await self.wait(lambda: sum(self.completed.values()) >= runs, within)
 
@@ -124,27 +138,90 @@ def rss_kib(pid: int | str = "self") -> int:
     return 0
 
 
+def step_overheads(calls: list[tuple[float, float]]) -> list[float]:
+    """The orchestration overhead of each step of one run, in ms: from the end of one model call
+    to the start of the next (the tool call, middleware, checkpoints, events)."""
+    return [(later[0] - earlier[1]) * 1000 for earlier, later in itertools.pairwise(calls)]
+
+
+def floor_tool() -> StructuredTool:
+    """``web_search`` as the pipeline's coder has it (no search provider): same name, schema, answer."""
+
+    async def search(query: str, count: int = 5) -> str:
+        return web_search.OFF
+
+    return StructuredTool.from_function(
+        coroutine=search, name=web_search.NAME, description="Search the web.", args_schema=web_search.WebSearchArgs
+    )
+
+
+async def framework_run(stage: Stage, clock: ModelCallClock, number: int) -> list[float]:
+    """The floor of a step: the framework alone (``create_deep_agent`` with its defaults, an
+    in-memory checkpointer), the same model client and double, the same tool call, ``STEPS`` steps."""
+    models = Models(stage.settings.models)
+    agent = create_deep_agent(models.chat_model(models.default), [floor_tool()], checkpointer=InMemorySaver())
+    first = len(clock.calls)
+    await agent.ainvoke(
+        {"messages": [{"role": "user", "content": "search a lot"}]},
+        {"configurable": {"thread_id": f"floor-{number}"}, "recursion_limit": 10 * STEPS},
+    )
+    return step_overheads(clock.calls[first:])
+
+
+async def drydock_run(stage: Stage, clock: ModelCallClock, endings: Endings, number: int) -> list[float]:
+    """Drydock's full step: a mention on issue ``number`` runs the coder for ``STEPS`` steps."""
+    thread_id = ids.github_issue("github.com", ORG, "widgets", number)
+    first = len(clock.calls)
+    await stage.deliver_github("issue_comment", mention(stage, "@drydock search a lot", number=number))
+    await endings.wait(functools.partial(endings.has_completed, thread_id, 1), 180)
+    await released(stage, thread_id)
+    return step_overheads(clock.calls[first:])
+
+
+def _at(runs: list[list[float]], steps: range) -> float:
+    return statistics.median(run[step - 1] for run in runs for step in steps if step <= len(run))
+
+
+async def steps_against_floor(stage: Stage, clock: ModelCallClock, endings: Endings) -> int:
+    """Alternating rounds of the framework's floor and Drydock's run; returns the issue number
+    of Drydock's first thread (its sandbox stays warm)."""
+    floors: list[list[float]] = []
+    drydocks: list[list[float]] = []
+    for number in range(1, ROUNDS + 1):
+        floors.append(await framework_run(stage, clock, number))
+        drydocks.append(await drydock_run(stage, clock, endings, number))
+    for name, runs in (("framework alone (floor)", floors), ("Drydock", drydocks)):
+        flat = [overhead for run in runs for overhead in run]
+        report(Figures(f"agent step overhead, {name}", len(flat), sum(flat) / 1000, flat))
+    early = EARLY.start, EARLY.stop - 1
+    late = LATE.start, LATE.stop - 1
+    floor_early, floor_late = _at(floors, EARLY), _at(floors, LATE)
+    ours_early, ours_late = _at(drydocks, EARLY), _at(drydocks, LATE)
+    ratio_early, ratio_late = ours_early / floor_early, ours_late / floor_late
+    print(
+        f"  steps {early[0]}-{early[1]} (p50 of {ROUNDS} rounds): Drydock {ours_early:.2f} ms, "
+        f"floor {floor_early:.2f} ms, ratio {ratio_early:.2f}x; target <= {STEP_RATIO_TARGET}x: "
+        f"{'met' if ratio_early <= STEP_RATIO_TARGET else 'MISSED'}",
+        flush=True,
+    )
+    print(
+        f"  steps {late[0]}-{late[1]}: Drydock {ours_late:.2f} ms, floor {floor_late:.2f} ms, ratio {ratio_late:.2f}x; "
+        f"growth from steps {early[0]}-{early[1]}: Drydock {ours_late - ours_early:+.2f} ms, "
+        f"floor {floor_late - floor_early:+.2f} ms; target no growth beyond the floor's (ratio at the end "
+        f"<= {STEP_RATIO_TARGET}x too): {'met' if ratio_late <= STEP_RATIO_TARGET else 'MISSED'}",
+        flush=True,
+    )
+    return 1
+
+
 async def steps_and_warm_webhooks(root: Path) -> None:
     with ModelCallClock() as clock:
         async with pipeline(root, responder=responder_for(STEPS)) as stage:
             endings = Endings()
             await endings.follow(stage)
-            thread_number = 1
-            await stage.deliver_github("issue_comment", mention(stage, "@drydock search a lot", number=thread_number))
-            await endings.wait_completed(1, 120)
+            thread_number = await steps_against_floor(stage, clock, endings)
             thread_id = ids.github_issue("github.com", ORG, "widgets", thread_number)
-            await released(stage, thread_id)
-            calls = clock.calls
-            steps = [(later[0] - earlier[0]) * 1000 for earlier, later in itertools.pairwise(calls[1:])]
-            overheads = [
-                ((later[0] - earlier[0]) - (earlier[1] - earlier[0])) * 1000
-                for earlier, later in itertools.pairwise(calls[1:])
-            ]
-            run_seconds = (calls[-1][0] - calls[1][0]) or 1e-9
-            report(Figures("agent step, whole (model call + the rest)", len(steps), run_seconds, steps))
-            report(
-                Figures("agent step, orchestration overhead", len(overheads), run_seconds, overheads), target_p50_ms=10
-            )
+            completed = endings.completed.get(thread_id, 0)
 
             latencies = []
             started = time.perf_counter()
@@ -158,7 +235,7 @@ async def steps_and_warm_webhooks(root: Path) -> None:
                 async with asyncio.timeout(60):
                     await stage.model.wait_for_requests(before + 1)
                 latencies.append((stage.model.requests[before].received_at - sent) * 1000)
-                await endings.wait_completed(index + 2, 60)
+                await endings.wait(functools.partial(endings.has_completed, thread_id, completed + index + 1), 60)
                 # Warm and idle: the run has released the thread (after its turn's snapshot).
                 await released(stage, thread_id)
             figures = Figures(
