@@ -37,8 +37,11 @@ WAKE_BYTES = b'{"role":"coder","reason":"mention"}'
 class FloorIngress:
     """The floor app; :meth:`start` connects it, :meth:`close` disconnects it."""
 
-    def __init__(self, secret: str, prefix: str) -> None:
+    def __init__(self, secret: str, prefix: str, *, subjects: str = "drydock") -> None:
+        """``subjects``: the first token of the subjects published on (``drydock``: the ingress's
+        streams; another one keeps the wakes away from a running worker)."""
         self._secret = secret.encode()
+        self._subjects = subjects
         self._keys = Keys(prefix)
         self._batches: BatchConnections | None = None
         self._nc: Any = None
@@ -97,11 +100,13 @@ class FloorIngress:
         await batch.execute()
         inbox = orjson.dumps({"thread_id": thread_id, "delivery_id": delivery, "text": payload["comment"]["body"]})
         acknowledged = await self._js.publish_async(
-            f"drydock.inbox.{thread_id}", inbox, headers={"Nats-Msg-Id": f"{thread_id}:{delivery}"}
+            f"{self._subjects}.inbox.{thread_id}", inbox, headers={"Nats-Msg-Id": f"{thread_id}:{delivery}"}
         )
         await acknowledged
         woken = await self._js.publish_async(
-            f"drydock.run.coder.{thread_id}", WAKE_BYTES, headers={"Nats-Msg-Id": f"wake:{thread_id}:{delivery}"}
+            f"{self._subjects}.run.coder.{thread_id}",
+            WAKE_BYTES,
+            headers={"Nats-Msg-Id": f"wake:{thread_id}:{delivery}"},
         )
         await woken
         await _answer(send, 200, orjson.dumps({"status": "accepted", "delivery": delivery, "thread_id": thread_id}))

@@ -43,14 +43,19 @@ HISTORY_PAGE = 64
 
 class _Ancestor:
     """What a history walk needs of one checkpoint: its parent, its pending writes, and the
-    values it holds of the channels asked for."""
+    stored values of the channels asked for (``None`` where the blob is absent), still encoded:
+    a page reaches past the snapshot that ends the walk, and decoding what lies beyond it was
+    most of the time a run took to load its history."""
 
-    __slots__ = ("parent_id", "values", "writes")
+    __slots__ = ("cid", "parent_id", "raw_values", "raw_writes")
 
-    def __init__(self, parent_id: str | None, writes: list[PendingWrite], values: dict[str, Any]) -> None:
+    def __init__(
+        self, cid: str, parent_id: str | None, raw_writes: dict[bytes, bytes], raw_values: dict[str, bytes | None]
+    ) -> None:
+        self.cid = cid
         self.parent_id = parent_id
-        self.writes = writes
-        self.values = values
+        self.raw_writes = raw_writes
+        self.raw_values = raw_values
 
 
 _ADD_TO_TIMELINE = """
@@ -152,13 +157,17 @@ class DrydockRedisSaver(AsyncRedisSaver):
                 if cursor not in loaded:
                     break
             ancestor = loaded[cursor]
-            for write in reversed(ancestor.writes):
-                if write[1] in remaining:
-                    collected[write[1]].append(write)
+            if ancestor.raw_writes:
+                writes = self._parse_pending_writes(thread_id, ns, ancestor.cid, ancestor.raw_writes)
+                for write in reversed(writes):
+                    if write[1] in remaining:
+                        collected[write[1]].append(write)
             for channel in list(remaining):
-                if channel in ancestor.values:
-                    seeds[channel] = ancestor.values[channel]
-                    remaining.discard(channel)
+                if channel in ancestor.raw_values:
+                    value = self._decode_blob(ancestor.raw_values[channel])
+                    if value is not _MISSING:
+                        seeds[channel] = value
+                        remaining.discard(channel)
             cursor = ancestor.parent_id
         history: dict[str, DeltaChannelHistory] = {}
         for channel in channels:
@@ -192,16 +201,12 @@ class DrydockRedisSaver(AsyncRedisSaver):
             parsed.append((cid, parent_id, raw_writes, wanted, len(blob_keys)))
             blob_keys.extend(self._blob_keys(thread_id, ns, wanted))
         blobs = cast(list[bytes | None], await self.client.mget(blob_keys)) if blob_keys else []
-        ancestors: dict[str, _Ancestor] = {}
-        for cid, parent_id, raw_writes, wanted, first in parsed:
-            values: dict[str, Any] = {}
-            for offset, channel in enumerate(wanted):
-                value = self._decode_blob(blobs[first + offset])
-                if value is not _MISSING:
-                    values[channel] = value
-            writes = self._parse_pending_writes(thread_id, ns, cid, raw_writes)
-            ancestors[cid] = _Ancestor(parent_id, writes, values)
-        return ancestors
+        return {
+            cid: _Ancestor(
+                cid, parent_id, raw_writes, {channel: blobs[first + offset] for offset, channel in enumerate(wanted)}
+            )
+            for cid, parent_id, raw_writes, wanted, first in parsed
+        }
 
 
 def build_checkpointer(client: Redis, keys: Keys, *, ttl: timedelta | None = None) -> AsyncRedisSaver:
