@@ -150,6 +150,8 @@ async def server_process(urls: EmbeddedUrls, prefix: str, *command: str) -> Asyn
         "DRYDOCK_REDIS_URL": str(urls.redis),
         "DRYDOCK_REDIS_KEY_PREFIX": prefix,
         "DRYDOCK_HTTP_PORT": str(port),
+        # Not the default: another process on this machine may hold it.
+        "DRYDOCK_HTTP_METRICS_PORT": str(free_port()),
         "DRYDOCK_GITHUB_WEBHOOK_SECRET": SECRET,
         "DRYDOCK_LOG_LEVEL": "WARNING",
         # The embedded Valkey keeps nothing on disk, which production refuses without this.

@@ -256,6 +256,17 @@ class AgentRuns:
             if self._can_answer(scope)
             else None
         )
+        usage = UsageRecorder(
+            self.usage,
+            self.prices,
+            UsageScope(
+                run_id=scope.run_id,
+                thread_id=scope.thread_id,
+                role=scope.role.value,
+                user_id=scope.user_id,
+                repository=scope.repository,
+            ),
+        )
         inputs = AgentInputs(
             scope=scope,
             model=parts.models.chat_model(resolved),
@@ -271,17 +282,7 @@ class AgentRuns:
             limits=self.limits,
             branch_prefix=(profile.branch_prefix if profile and profile.branch_prefix else "drydock/"),
             auto_open_pr=profile.auto_open_pr if profile else True,
-            usage=UsageRecorder(
-                self.usage,
-                self.prices,
-                UsageScope(
-                    run_id=scope.run_id,
-                    thread_id=scope.thread_id,
-                    role=scope.role.value,
-                    user_id=scope.user_id,
-                    repository=scope.repository,
-                ),
-            ),
+            usage=usage,
             redactor=redactor,
         )
         agent = parts.factory(with_inputs(config, inputs))
@@ -289,7 +290,12 @@ class AgentRuns:
             EventType.STARTED, model=resolved.id, effort=resolved.effort, sandbox_id=backend.id, fence=fence
         )
         # The thread still counts as running only when its last run died mid-turn.
-        cursor = await self._drive(agent, config, events, status, resume=fields.get(STATE) == ThreadState.RUNNING.value)
+        try:
+            cursor = await self._drive(
+                agent, config, events, status, resume=fields.get(STATE) == ThreadState.RUNNING.value
+            )
+        finally:
+            await usage.flush()
         if checkout is not None and parts.hooks.snapshots:
             await self._snapshot(scope.thread_id, backend, checkout)
         return cursor
