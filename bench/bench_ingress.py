@@ -4,15 +4,19 @@ and published with JetStream's acknowledgement (inbox message, then coder wake) 
 
 One ``drydock serve ingress`` process (a real process, uvicorn, one event loop) on embedded
 NATS and Valkey; the load comes from a separate process (this module's ``load`` command,
-asyncio + aiohttp). Two runs:
+asyncio + aiohttp). Measured against its floor (:mod:`bench.floor_ingress`: a bare ASGI app
+doing only the irreducible work, on the same servers and load generator) in alternating
+rounds: CPU per delivery and throughput of both, and their ratio (target: at most 1.2 times
+the floor's CPU per delivery). Then the throughput at ``DRYDOCK_HTTP_WORKERS`` 1 and 2, also in
+alternating rounds. Two kinds of run:
 
-- throughput: a closed loop of concurrent connections, as fast as the ingress answers;
+- throughput: a closed loop of concurrent connections, as fast as the server answers;
 - fixed rate: an open loop at 500 requests/s (and at 200 for comparison); latency is measured
   from each request's scheduled time, so queueing delay counts (no coordinated omission).
 
-The closed loop runs in three rounds on the same ingress process and the throughput verdict
-is the median round's: on a shared VM the same code's cost per delivery moves by a third or
-more within minutes, and one round would report the VM's phase as much as the code.
+The closed loops run in three rounds each and the verdicts are the median round's: on a shared
+VM the same code's cost per delivery moves by a third or more within minutes, and one round
+would report the VM's phase as much as the code.
 
 Targets: at least 1,500 requests/s; p99 below 25 ms at 500 requests/s.
 Run: ``pdm run bench ingress``.
@@ -140,11 +144,13 @@ async def load(url: str, mode: str, count: int, value: float, first_issue: int, 
 
 
 @contextlib.asynccontextmanager
-async def server_process(urls: EmbeddedUrls, prefix: str, *command: str) -> AsyncIterator[tuple[str, int]]:
-    """``python COMMAND PORT`` on a free port with the ingress's environment, until it answers
-    ``/readyz``; yields its URL and pid."""
+async def server_process(
+    urls: EmbeddedUrls, prefix: str, *command: str, environment: dict[str, str] | None = None
+) -> AsyncIterator[tuple[str, int]]:
+    """``python COMMAND PORT`` on a free port with the ingress's environment (plus
+    ``environment``), until it answers ``/readyz``; yields its URL and pid."""
     port = free_port()
-    environment = {key: value for key, value in os.environ.items() if not key.startswith("DRYDOCK_")} | {
+    own = {key: value for key, value in os.environ.items() if not key.startswith("DRYDOCK_")} | {
         "DRYDOCK_ENVIRONMENT": "production",
         "DRYDOCK_NATS_URL": str(urls.nats),
         "DRYDOCK_REDIS_URL": str(urls.redis),
@@ -158,7 +164,7 @@ async def server_process(urls: EmbeddedUrls, prefix: str, *command: str) -> Asyn
         "DRYDOCK_REDIS_ACCEPT_EPHEMERAL": "true",
     }
     process = await asyncio.create_subprocess_exec(
-        sys.executable, *command, str(port), env=environment, stdout=asyncio.subprocess.DEVNULL
+        sys.executable, *command, str(port), env=own | (environment or {}), stdout=asyncio.subprocess.DEVNULL
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -179,9 +185,11 @@ async def server_process(urls: EmbeddedUrls, prefix: str, *command: str) -> Asyn
         await asyncio.wait_for(process.wait(), 30)
 
 
-def ingress_process(urls: EmbeddedUrls, prefix: str) -> contextlib.AbstractAsyncContextManager[tuple[str, int]]:
-    """``drydock serve ingress`` (its port from ``DRYDOCK_HTTP_PORT``)."""
-    return server_process(urls, prefix, "-c", SERVE_INGRESS)
+def ingress_process(
+    urls: EmbeddedUrls, prefix: str, *, workers: int = 1
+) -> contextlib.AbstractAsyncContextManager[tuple[str, int]]:
+    """``drydock serve ingress`` (its port from ``DRYDOCK_HTTP_PORT``) in ``workers`` processes."""
+    return server_process(urls, prefix, "-c", SERVE_INGRESS, environment={"DRYDOCK_HTTP_WORKERS": str(workers)})
 
 
 def floor_process(urls: EmbeddedUrls, prefix: str) -> contextlib.AbstractAsyncContextManager[tuple[str, int]]:
@@ -219,9 +227,12 @@ def _figures(name: str, result: dict[str, Any]) -> Figures:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User and system CPU time of process ``pid`` so far."""
+    """User and system CPU time so far of process ``pid`` and of its running children (the
+    worker processes of ``DRYDOCK_HTTP_WORKERS``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return own + sum(cpu_seconds(int(child)) for child in children)
 
 
 def _calibration() -> float:
@@ -301,6 +312,25 @@ async def _against_floor(ingress: tuple[str, int], floor: tuple[str, int]) -> No
     )
 
 
+async def _processes(one: tuple[str, int], two: tuple[str, int]) -> None:
+    """Throughput at ``DRYDOCK_HTTP_WORKERS`` 1 and 2, in alternating rounds (the generator's runs
+    from ``2 * CLOSED_ROUNDS`` on: issues of their own)."""
+    single: list[Round] = []
+    double: list[Round] = []
+    for number in range(1, CLOSED_ROUNDS + 1):
+        run = 2 * CLOSED_ROUNDS + 2 * (number - 1)
+        single.append(await _closed_round(*one, f"ingress, 1 process, round {number}", run))
+        double.append(await _closed_round(*two, f"ingress, 2 processes, round {number}", run + 1))
+    one_median = statistics.median(r.figures.throughput for r in single)
+    two_median = statistics.median(r.figures.throughput for r in double)
+    print(
+        f"  throughput, median of {CLOSED_ROUNDS} rounds: 1 process {one_median:.0f} req/s, "
+        f"2 processes {two_median:.0f} req/s ({two_median / one_median:.2f}x; the load generator shares "
+        f"the {os.cpu_count()} cores)",
+        flush=True,
+    )
+
+
 async def main() -> None:
     print(
         f"  machine: {os.cpu_count()} cores, sum(range(1000)) = {_calibration():.1f} µs, "
@@ -317,10 +347,13 @@ async def main() -> None:
             await accounts.save_repository(RepositorySettings(full_name=f"{ORG}/{REPO}"))
         finally:
             await redis.aclose()
-        async with ingress_process(urls, prefix) as ingress, floor_process(urls, f"{prefix}-floor") as floor:
-            await _against_floor(ingress, floor)
+        async with ingress_process(urls, prefix) as ingress:
+            async with floor_process(urls, f"{prefix}-floor") as floor:
+                await _against_floor(ingress, floor)
+            async with ingress_process(urls, prefix, workers=2) as two:
+                await _processes(ingress, two)
             url = ingress[0]
-            runs = 2 * CLOSED_ROUNDS
+            runs = 4 * CLOSED_ROUNDS
             fixed = await _open_run(url, FIXED_RATE, 10000, run=runs)
             verdict = "met" if fixed.percentile(99) < P99_TARGET_MS else "MISSED"
             print(f"  p99 target < {P99_TARGET_MS:.0f} ms at {FIXED_RATE:.0f} req/s: {verdict}", flush=True)
