@@ -1,11 +1,16 @@
 """The coder worker on the real pipeline (``tests/e2e/pipeline.py``: embedded NATS and Valkey,
 ingress, credential proxy, coder worker, local sandboxes, the scripted model):
 
-1. orchestration overhead per agent step, with an instant model: the time between two model
-   requests of one run, which holds the model's HTTP round trip, the middleware, the tool call,
-   the checkpoint writes and the run events (target p50 < 10 ms);
+1. orchestration overhead per agent step, with an instant model: the time from the end of one
+   model call to the start of the next (the middleware, the tool call, the checkpoint writes,
+   the run events), against its floor in alternating rounds: the framework alone
+   (``create_deep_agent``, an in-memory checkpointer, the same model client, double and tool
+   call); target at most 1.5 times the floor at steps 1-5, and no growth by steps 36-40 beyond
+   the floor's;
 2. webhook to first model call with a warm sandbox: a signed follow-up comment on a thread whose
-   sandbox is running, until the model server receives the run's first request (target p50 < 150 ms);
+   sandbox is running, until the model server receives the run's first request, against the sum
+   of its parts' floors (the ingress floor, a bare JetStream fetch, a warm ``ensure_sandbox``,
+   the framework's first model request); target p50 < 100 ms and at most 1.5 times the floor;
 3. 200 concurrent threads through one worker process with a 200 ms model: every run completes,
    nothing is lost; throughput and the worker's memory per active run.
 """
