@@ -7,6 +7,9 @@ thread holds:
   effects, usage);
 - in NATS, the number of its messages in the inbox and events streams.
 
+Then a follow-up comment: its run's first model request must carry the whole conversation,
+from what the worker's pruning (:meth:`drydock.checkpoints.DrydockRedisSaver.aprune`) kept.
+
 Target: a finished 150-step thread holds less than 1 MB in Redis.
 Run: ``pdm run bench storage``.
 """
@@ -18,7 +21,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from bench.bench_coder import Endings, released, responder_for
+from bench.bench_coder import Endings, released, responder_for, tool_results
 from drydock.bus import subjects
 from drydock.bus.streams import EVENTS_STREAM, INBOX_STREAM
 from drydock.threads import ids
@@ -72,5 +75,15 @@ async def main() -> None:
                 f"finished thread of {calls} model calls: {total / 1024:.1f} KiB in Redis "
                 f"({sum(counts.values())} keys); {inbox} inbox and {events} event messages in NATS; "
                 f"target < {TARGET_BYTES / 1e6:.0f} MB: {verdict}",
+                flush=True,
+            )
+            # What was pruned must not be missed: a follow-up's run starts from what is left.
+            before = len(stage.model.requests)
+            await stage.deliver_github("issue_comment", mention(stage, "@drydock and now?", number=1))
+            await endings.wait(lambda: endings.completed.get(thread_id, 0) >= 2 or bool(endings.failed), 300)
+            seen = tool_results(stage.model.requests[before])
+            print(
+                f"  the follow-up's first model request carries {seen} of the {STEPS - 1} tool results: "
+                f"{'the whole history' if seen == STEPS - 1 else 'HISTORY LOST'}",
                 flush=True,
             )

@@ -41,13 +41,16 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from nats.js.api import PubAck
+from redis.exceptions import RedisError
 
 from drydock.accounts.store import AccountsStore
 from drydock.bus import Bus, EventType, RunEvent
 from drydock.bus.envelopes import ReplyAddress
 from drydock.channels.outbound import Outbound
 from drydock.channels.run_status import RunStatus
+from drydock.checkpoints import DrydockRedisSaver
 from drydock.config import Settings
+from drydock.errors import describe
 from drydock.graphs.entrypoints import with_inputs
 from drydock.graphs.inputs import AgentInputs, Checkout, GraphFactory
 from drydock.infra.redis import Keys
@@ -298,7 +301,20 @@ class AgentRuns:
             await usage.flush()
         if checkout is not None and parts.hooks.snapshots:
             await self._snapshot(scope.thread_id, backend, checkout)
+        await self._prune(scope.thread_id)
         return cursor
+
+    async def _prune(self, thread_id: str) -> None:
+        """Delete the checkpoints the next run will not read (the dashboard's history comes from
+        the events stream): a finished thread would otherwise keep every step's."""
+        checkpointer = self.parts.checkpointer
+        if not isinstance(checkpointer, DrydockRedisSaver):
+            return
+        try:
+            await checkpointer.aprune([thread_id])
+        except (RedisError, OSError) as error:
+            # Only storage is lost: the next run's end prunes them.
+            log.warning("old checkpoints not pruned", thread_id=thread_id, error=describe(error))
 
     async def _snapshot(self, thread_id: str, backend: SandboxBackend, checkout: Checkout) -> None:
         if self.parts.snapshots is None:
