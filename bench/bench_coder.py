@@ -1,11 +1,16 @@
 """The coder worker on the real pipeline (``tests/e2e/pipeline.py``: embedded NATS and Valkey,
 ingress, credential proxy, coder worker, local sandboxes, the scripted model):
 
-1. orchestration overhead per agent step, with an instant model: the time between two model
-   requests of one run, which holds the model's HTTP round trip, the middleware, the tool call,
-   the checkpoint writes and the run events (target p50 < 10 ms);
+1. orchestration overhead per agent step, with an instant model: the time from the end of one
+   model call to the start of the next (the middleware, the tool call, the checkpoint writes,
+   the run events), against its floor in alternating rounds: the framework alone
+   (``create_deep_agent``, an in-memory checkpointer, the same model client, double and tool
+   call); target at most 1.5 times the floor at steps 1-5, and no growth by steps 36-40 beyond
+   the floor's;
 2. webhook to first model call with a warm sandbox: a signed follow-up comment on a thread whose
-   sandbox is running, until the model server receives the run's first request (target p50 < 150 ms);
+   sandbox is running, until the model server receives the run's first request, against the sum
+   of its parts' floors (the ingress floor, a bare JetStream fetch, a warm ``ensure_sandbox``,
+   the framework's first model request); target p50 < 100 ms and at most 1.5 times the floor;
 3. 200 concurrent threads through one worker process with a 200 ms model: every run completes,
    nothing is lost; throughput and the worker's memory per active run.
 """
@@ -13,26 +18,56 @@ ingress, credential proxy, coder worker, local sandboxes, the scripted model):
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
+import statistics
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
+from deepagents import create_deep_agent
+from fastapi import FastAPI
 from langchain_core.outputs import ChatResult
+from langchain_core.tools import StructuredTool
+from langgraph.checkpoint.memory import InMemorySaver
 from nats.aio.msg import Msg
 
-from bench.harness import Figures, report
+from bench.floor_ingress import FloorIngress
+from bench.harness import Figures, measure, report
 from drydock.bus import EventType, RunEvent
 from drydock.bus.subjects import EVENT
 from drydock.chat_openai import DrydockChatOpenAI
+from drydock.infra.redis import Keys
+from drydock.infra.server_keys import ServerKeys
+from drydock.models import Models
+from drydock.roles import Role
+from drydock.sandbox.credentials import NoProxy
+from drydock.sandbox.lifecycle import SandboxManager
+from drydock.sandbox.providers.local import LocalProvider
+from drydock.sandbox.records import SandboxRecords
 from drydock.threads import ids
-from tests.e2e.pipeline import ORG, Stage, pipeline, sandbox_processes
+from drydock.threads.metadata import ThreadMetadataStore
+from drydock.tools import web_search
+from tests.e2e.pipeline import GITHUB_SECRET, ORG, Stage, pipeline, sandbox_processes
 from tests.e2e.test_github_issue import mention
+from tests.fakes import signing
+from tests.fakes.loopback import LoopbackServer
 from tests.fakes.openai_server import ReceivedRequest, Responder, Script
 
 STEPS = 40
+ROUNDS = 3
+EARLY = range(1, 6)
+LATE = range(STEPS - 4, STEPS + 1)
+STEP_RATIO_TARGET = 1.5
+WEBHOOK_TARGET_MS = 100.0
+WEBHOOK_RATIO_TARGET = 1.5
+WARMUP = 5
+FLOOR_STREAM = "FLOOR_BENCH"
+FLOOR_SUBJECTS = "floor"
 FOLLOW_UPS = 30
 THREADS = 200
 MODEL_LATENCY = 0.2
@@ -98,6 +133,9 @@ class Endings:
 
         await stage.runtime.nats.subscribe(f"{EVENT}.*.*", cb=on_event)
 
+    def has_completed(self, thread_id: str, runs: int) -> bool:
+        return self.completed.get(thread_id, 0) >= runs
+
     async def wait_completed(self, runs: int, within: float) -> None:
         await self.wait(lambda: sum(self.completed.values()) >= runs, within)
 
@@ -124,27 +162,181 @@ def rss_kib(pid: int | str = "self") -> int:
     return 0
 
 
+def step_overheads(calls: list[tuple[float, float]]) -> list[float]:
+    """The orchestration overhead of each step of one run, in ms: from the end of one model call
+    to the start of the next (the tool call, middleware, checkpoints, events)."""
+    return [(later[0] - earlier[1]) * 1000 for earlier, later in itertools.pairwise(calls)]
+
+
+def floor_tool() -> StructuredTool:
+    """``web_search`` as the pipeline's coder has it (no search provider): same name, schema, answer."""
+
+    async def search(query: str, count: int = 5) -> str:
+        return web_search.OFF
+
+    return StructuredTool.from_function(
+        coroutine=search, name=web_search.NAME, description="Search the web.", args_schema=web_search.WebSearchArgs
+    )
+
+
+async def framework_run(stage: Stage, clock: ModelCallClock, number: int) -> list[float]:
+    """The floor of a step: the framework alone (``create_deep_agent`` with its defaults, an
+    in-memory checkpointer), the same model client and double, the same tool call, ``STEPS`` steps."""
+    models = Models(stage.settings.models)
+    agent = create_deep_agent(models.chat_model(models.default), [floor_tool()], checkpointer=InMemorySaver())
+    first = len(clock.calls)
+    await agent.ainvoke(
+        {"messages": [{"role": "user", "content": "search a lot"}]},
+        {"configurable": {"thread_id": f"floor-{number}"}, "recursion_limit": 10 * STEPS},
+    )
+    return step_overheads(clock.calls[first:])
+
+
+async def drydock_run(stage: Stage, clock: ModelCallClock, endings: Endings, number: int) -> list[float]:
+    """Drydock's full step: a mention on issue ``number`` runs the coder for ``STEPS`` steps."""
+    thread_id = ids.github_issue("github.com", ORG, "widgets", number)
+    first = len(clock.calls)
+    await stage.deliver_github("issue_comment", mention(stage, "@drydock search a lot", number=number))
+    await endings.wait(functools.partial(endings.has_completed, thread_id, 1), 180)
+    await released(stage, thread_id)
+    return step_overheads(clock.calls[first:])
+
+
+def _at(runs: list[list[float]], steps: range) -> float:
+    return statistics.median(run[step - 1] for run in runs for step in steps if step <= len(run))
+
+
+async def steps_against_floor(stage: Stage, clock: ModelCallClock, endings: Endings) -> tuple[int, list[float]]:
+    """Alternating rounds of the framework's floor and Drydock's run; returns the issue number
+    of Drydock's first thread (its sandbox stays warm) and the durations (ms) of the framework's
+    first model requests."""
+    floors: list[list[float]] = []
+    drydocks: list[list[float]] = []
+    first_calls = []
+    for number in range(1, ROUNDS + 1):
+        first = len(clock.calls)
+        floors.append(await framework_run(stage, clock, number))
+        started, ended = clock.calls[first]
+        first_calls.append((ended - started) * 1000)
+        drydocks.append(await drydock_run(stage, clock, endings, number))
+    for name, runs in (("framework alone (floor)", floors), ("Drydock", drydocks)):
+        flat = [overhead for run in runs for overhead in run]
+        report(Figures(f"agent step overhead, {name}", len(flat), sum(flat) / 1000, flat))
+    early = EARLY.start, EARLY.stop - 1
+    late = LATE.start, LATE.stop - 1
+    floor_early, floor_late = _at(floors, EARLY), _at(floors, LATE)
+    ours_early, ours_late = _at(drydocks, EARLY), _at(drydocks, LATE)
+    ratio_early, ratio_late = ours_early / floor_early, ours_late / floor_late
+    print(
+        f"  steps {early[0]}-{early[1]} (p50 of {ROUNDS} rounds): Drydock {ours_early:.2f} ms, "
+        f"floor {floor_early:.2f} ms, ratio {ratio_early:.2f}x; target <= {STEP_RATIO_TARGET}x: "
+        f"{'met' if ratio_early <= STEP_RATIO_TARGET else 'MISSED'}",
+        flush=True,
+    )
+    print(
+        f"  steps {late[0]}-{late[1]}: Drydock {ours_late:.2f} ms, floor {floor_late:.2f} ms, ratio {ratio_late:.2f}x; "
+        f"growth from steps {early[0]}-{early[1]}: Drydock {ours_late - ours_early:+.2f} ms, "
+        f"floor {floor_late - floor_early:+.2f} ms; target no growth beyond the floor's (ratio at the end "
+        f"<= {STEP_RATIO_TARGET}x too): {'met' if ratio_late <= STEP_RATIO_TARGET else 'MISSED'}",
+        flush=True,
+    )
+    return 1, first_calls
+
+
+async def ingress_floor(stage: Stage, count: int) -> list[float]:
+    """Latencies (ms) of ``count`` signed follow-up comments, one after another, through the
+    floor app (:mod:`bench.floor_ingress`) in this process, like the pipeline's ingress, on its
+    NATS and Valkey; it publishes on ``floor.*`` subjects (a stream of their own), so that no
+    worker wakes."""
+    assert stage.settings.nats.url is not None
+    assert stage.settings.redis.url is not None
+    floor = FloorIngress(GITHUB_SECRET, "bench-floor", subjects=FLOOR_SUBJECTS)
+    await floor.start(stage.settings.nats.url, stage.settings.redis.url)
+    app = FastAPI()
+    app.mount("/", floor)
+    latencies = []
+    try:
+        async with LoopbackServer(app) as server, httpx.AsyncClient(base_url=server.base_url) as client:
+            for index in range(count + WARMUP):
+                request = signing.github(GITHUB_SECRET, "issue_comment", mention(stage, f"again {index}", number=9000))
+                begin = time.perf_counter()
+                response = await client.post(request.path, content=request.body, headers=request.headers)
+                latencies.append((time.perf_counter() - begin) * 1000)
+                response.raise_for_status()
+    finally:
+        await floor.close()
+    return latencies[WARMUP:]
+
+
+async def fetch_floor(stage: Stage, count: int) -> list[float]:
+    """Latencies (ms) from a JetStream publish to its fetch by a waiting pull consumer."""
+    js = stage.runtime.bus.js
+    latencies = []
+    subscription = await js.pull_subscribe(f"{FLOOR_SUBJECTS}.run.coder.fetched", durable="floor", stream=FLOOR_STREAM)
+    for _ in range(count + WARMUP):
+        fetch = asyncio.create_task(subscription.fetch(1, timeout=10))
+        await asyncio.sleep(0.005)
+        begin = time.perf_counter()
+        await js.publish(f"{FLOOR_SUBJECTS}.run.coder.fetched", b"{}")
+        [message] = await fetch
+        latencies.append((time.perf_counter() - begin) * 1000)
+        await message.ack()
+    await subscription.unsubscribe()
+    return latencies[WARMUP:]
+
+
+async def ensure_floor(stage: Stage, count: int) -> list[float]:
+    """Latencies (ms) of a warm ``ensure_sandbox`` (no credential proxy grant) on a local
+    sandbox in a root of its own (the pipeline's reaper owns the pipeline's root)."""
+    settings = stage.settings.sandbox.model_copy(update={"local_root": str(stage.root / "floor-sandboxes")})
+    keys = Keys(prefix="bench-floor")
+    redis = stage.runtime.redis
+    records = SandboxRecords(redis, keys, ServerKeys.from_settings(stage.settings.crypto))
+    provider = LocalProvider(settings, records)
+    metadata = ThreadMetadataStore(redis, keys)
+    thread_id = str(uuid.uuid4())
+    await metadata.create(thread_id, kind=Role.CODER)
+    manager = SandboxManager(
+        provider=provider,
+        records=records,
+        metadata=metadata,
+        credentials=NoProxy(),
+        redis=redis,
+        keys=keys,
+        settings=settings,
+    )
+    try:
+        await manager.ensure_sandbox(thread_id)
+        figures = await measure("warm ensure_sandbox", lambda: manager.ensure_sandbox(thread_id), count=count)
+    finally:
+        await manager.aclose()
+        for leftover in await provider.list():
+            await provider.delete(leftover.id)
+    return figures.latencies_ms
+
+
+async def webhook_floor(stage: Stage, first_calls: list[float]) -> float:
+    """The floor of webhook to first model call: the sum of its parts' p50s, printed."""
+    await stage.runtime.bus.js.add_stream(name=FLOOR_STREAM, subjects=[f"{FLOOR_SUBJECTS}.>"])
+    parts = {
+        "ingress floor (one delivery)": statistics.median(await ingress_floor(stage, FOLLOW_UPS)),
+        "bare JetStream fetch": statistics.median(await fetch_floor(stage, FOLLOW_UPS)),
+        "warm ensure_sandbox": statistics.median(await ensure_floor(stage, FOLLOW_UPS)),
+        "first model request (the framework's)": statistics.median(first_calls),
+    }
+    for name, p50 in parts.items():
+        print(f"  floor part, {name}: p50 {p50:.2f} ms", flush=True)
+    return sum(parts.values())
+
+
 async def steps_and_warm_webhooks(root: Path) -> None:
     with ModelCallClock() as clock:
         async with pipeline(root, responder=responder_for(STEPS)) as stage:
             endings = Endings()
             await endings.follow(stage)
-            thread_number = 1
-            await stage.deliver_github("issue_comment", mention(stage, "@drydock search a lot", number=thread_number))
-            await endings.wait_completed(1, 120)
+            thread_number, first_calls = await steps_against_floor(stage, clock, endings)
             thread_id = ids.github_issue("github.com", ORG, "widgets", thread_number)
-            await released(stage, thread_id)
-            calls = clock.calls
-            steps = [(later[0] - earlier[0]) * 1000 for earlier, later in itertools.pairwise(calls[1:])]
-            overheads = [
-                ((later[0] - earlier[0]) - (earlier[1] - earlier[0])) * 1000
-                for earlier, later in itertools.pairwise(calls[1:])
-            ]
-            run_seconds = (calls[-1][0] - calls[1][0]) or 1e-9
-            report(Figures("agent step, whole (model call + the rest)", len(steps), run_seconds, steps))
-            report(
-                Figures("agent step, orchestration overhead", len(overheads), run_seconds, overheads), target_p50_ms=10
-            )
+            completed = endings.completed.get(thread_id, 0)
 
             latencies = []
             started = time.perf_counter()
@@ -158,13 +350,23 @@ async def steps_and_warm_webhooks(root: Path) -> None:
                 async with asyncio.timeout(60):
                     await stage.model.wait_for_requests(before + 1)
                 latencies.append((stage.model.requests[before].received_at - sent) * 1000)
-                await endings.wait_completed(index + 2, 60)
+                await endings.wait(functools.partial(endings.has_completed, thread_id, completed + index + 1), 60)
                 # Warm and idle: the run has released the thread (after its turn's snapshot).
                 await released(stage, thread_id)
             figures = Figures(
                 "webhook to first model call, warm sandbox", FOLLOW_UPS, time.perf_counter() - started, latencies
             )
-            report(figures, target_p50_ms=150)
+            report(figures)
+            floor = await webhook_floor(stage, first_calls)
+            ours = figures.percentile(50)
+            ratio = ours / floor
+            verdict = "met" if ours < WEBHOOK_TARGET_MS and ratio <= WEBHOOK_RATIO_TARGET else "MISSED"
+            print(
+                f"  webhook to first model call p50 {ours:.1f} ms, floor (sum of the parts' p50s) {floor:.1f} ms: "
+                f"ratio {ratio:.2f}x; target p50 < {WEBHOOK_TARGET_MS:.0f} ms and <= {WEBHOOK_RATIO_TARGET}x: "
+                f"{verdict}",
+                flush=True,
+            )
 
 
 async def concurrent_threads(root: Path) -> None:

@@ -1,7 +1,7 @@
 """The dashboard under load: one ``drydock serve dashboard`` process (uvicorn, one event loop) on
 embedded NATS and Valkey, driven over HTTP from this process.
 
-- Thread list: 10,000 threads stored (50 repositories, four channels, 200 owners, mixed states);
+- Thread list: 100,000 threads stored (50 repositories, four channels, 200 owners, mixed states);
   ``GET /api/v1/threads`` one request at a time for an administrator (newest page, filtered by
   repository, by state and channel, a page deep in the list), for a person who sees three
   repositories (their newest page, a repository they may not see) and for one who sees none of
@@ -43,7 +43,7 @@ from drydock.threads.metadata import ThreadMetadataStore
 from drydock.threads.states import ThreadState, ThreadStates
 from services.dashboard.auth.sessions import SessionStore
 
-THREADS = 10_000
+THREADS = 100_000
 REPOSITORIES = [f"acme/repo-{number:02}" for number in range(50)]
 CHANNELS = ["github", "slack", "linear", "dashboard"]
 OWNERS = [f"gh-{number}" for number in range(200)]
@@ -56,7 +56,7 @@ EVENT_RATE = 10.0
 
 
 async def seed(redis_url: str, prefix: str) -> tuple[str, str]:
-    """10,000 threads; returns one thread id and a person who sees three repositories."""
+    """``THREADS`` threads; returns one thread id and a person who sees three repositories."""
     settings = load_settings(redis={"url": redis_url})
     redis = await connect_redis(settings.redis)
     keys = Keys(prefix)
@@ -106,6 +106,8 @@ async def dashboard_process(urls: EmbeddedUrls, prefix: str) -> AsyncIterator[st
         "DRYDOCK_REDIS_URL": str(urls.redis),
         "DRYDOCK_REDIS_KEY_PREFIX": prefix,
         "DRYDOCK_HTTP_PORT": str(port),
+        # Not the default: another process on this machine may hold it.
+        "DRYDOCK_HTTP_METRICS_PORT": str(free_port()),
         "DRYDOCK_DASHBOARD_PUBLIC_URL": url,
         "DRYDOCK_DASHBOARD_DEV_LOGIN": "true",
         "DRYDOCK_DASHBOARD_COOKIE_SECURE": "false",
@@ -194,7 +196,7 @@ async def thread_list(url: str, redis_url: str, prefix: str, restricted: str) ->
         await time_list(admin, url, "list, administrator, page 40", "limit=50" + await deep_cursor(admin, url, 40))
         await time_list(person, url, "list, sees 3 repositories, newest 50", "limit=50")
         await time_list(person, url, "list, sees 3 repositories, another repo", "repository=acme/repo-40")
-        await time_list(nobody, url, "list, sees none of the 10,000", "limit=50")
+        await time_list(nobody, url, f"list, sees none of the {THREADS:,}", "limit=50")
     finally:
         await admin.close()
         await person.close()

@@ -4,15 +4,19 @@ and published with JetStream's acknowledgement (inbox message, then coder wake) 
 
 One ``drydock serve ingress`` process (a real process, uvicorn, one event loop) on embedded
 NATS and Valkey; the load comes from a separate process (this module's ``load`` command,
-asyncio + aiohttp). Two runs:
+asyncio + aiohttp). Measured against its floor (:mod:`bench.floor_ingress`: a bare ASGI app
+doing only the irreducible work, on the same servers and load generator) in alternating
+rounds: CPU per delivery and throughput of both, and their ratio (target: at most 1.2 times
+the floor's CPU per delivery). Then the throughput at ``DRYDOCK_HTTP_WORKERS`` 1 and 2, also in
+alternating rounds. Two kinds of run:
 
-- throughput: a closed loop of concurrent connections, as fast as the ingress answers;
+- throughput: a closed loop of concurrent connections, as fast as the server answers;
 - fixed rate: an open loop at 500 requests/s (and at 200 for comparison); latency is measured
   from each request's scheduled time, so queueing delay counts (no coordinated omission).
 
-The closed loop runs in three rounds on the same ingress process and the throughput verdict
-is the median round's: on a shared VM the same code's cost per delivery moves by a third or
-more within minutes, and one round would report the VM's phase as much as the code.
+The closed loops run in three rounds each and the verdicts are the median round's: on a shared
+VM the same code's cost per delivery moves by a third or more within minutes, and one round
+would report the VM's phase as much as the code.
 
 Targets: at least 1,500 requests/s; p99 below 25 ms at 500 requests/s.
 Run: ``pdm run bench ingress``.
@@ -58,6 +62,9 @@ WARMUP = 500
 CLOSED_ROUNDS = 3
 CLOSED_REQUESTS = 10000
 CONNECTIONS = 64
+CPU_RATIO_TARGET = 1.2
+# The port argument is given to both servers; the ingress takes its port from the environment.
+SERVE_INGRESS = "from drydock.cli import main; main(['serve', 'ingress'])"
 
 
 @dataclass(frozen=True)
@@ -137,35 +144,57 @@ async def load(url: str, mode: str, count: int, value: float, first_issue: int, 
 
 
 @contextlib.asynccontextmanager
-async def ingress_process(urls: EmbeddedUrls, prefix: str) -> AsyncIterator[tuple[str, int]]:
+async def server_process(
+    urls: EmbeddedUrls, prefix: str, *command: str, environment: dict[str, str] | None = None
+) -> AsyncIterator[tuple[str, int]]:
+    """``python COMMAND PORT`` on a free port with the ingress's environment (plus
+    ``environment``), until it answers ``/readyz``; yields its URL and pid."""
     port = free_port()
-    environment = {key: value for key, value in os.environ.items() if not key.startswith("DRYDOCK_")} | {
+    own = {key: value for key, value in os.environ.items() if not key.startswith("DRYDOCK_")} | {
         "DRYDOCK_ENVIRONMENT": "production",
         "DRYDOCK_NATS_URL": str(urls.nats),
         "DRYDOCK_REDIS_URL": str(urls.redis),
         "DRYDOCK_REDIS_KEY_PREFIX": prefix,
         "DRYDOCK_HTTP_PORT": str(port),
+        # Not the default: another process on this machine may hold it.
+        "DRYDOCK_HTTP_METRICS_PORT": str(free_port()),
         "DRYDOCK_GITHUB_WEBHOOK_SECRET": SECRET,
         "DRYDOCK_LOG_LEVEL": "WARNING",
+        # The embedded Valkey keeps nothing on disk, which production refuses without this.
+        "DRYDOCK_REDIS_ACCEPT_EPHEMERAL": "true",
     }
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "drydock", "serve", "ingress", env=environment, stdout=asyncio.subprocess.DEVNULL
+        sys.executable, *command, str(port), env=own | (environment or {}), stdout=asyncio.subprocess.DEVNULL
     )
     url = f"http://127.0.0.1:{port}"
     try:
         async with aiohttp.ClientSession() as session:
-            for _ in range(600):
+            deadline = time.monotonic() + 60
+            while True:
                 with contextlib.suppress(aiohttp.ClientError):
                     async with session.get(url + "/readyz") as response:
                         if response.status == 200:
                             break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{' '.join(command)} did not become ready")
                 await asyncio.sleep(0.05)
-            else:
-                raise RuntimeError("the ingress did not become ready")
         yield url, process.pid
     finally:
-        process.send_signal(signal.SIGTERM)
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
         await asyncio.wait_for(process.wait(), 30)
+
+
+def ingress_process(
+    urls: EmbeddedUrls, prefix: str, *, workers: int = 1
+) -> contextlib.AbstractAsyncContextManager[tuple[str, int]]:
+    """``drydock serve ingress`` (its port from ``DRYDOCK_HTTP_PORT``) in ``workers`` processes."""
+    return server_process(urls, prefix, "-c", SERVE_INGRESS, environment={"DRYDOCK_HTTP_WORKERS": str(workers)})
+
+
+def floor_process(urls: EmbeddedUrls, prefix: str) -> contextlib.AbstractAsyncContextManager[tuple[str, int]]:
+    """The floor app (:mod:`bench.floor_ingress`)."""
+    return server_process(urls, prefix, "-m", "bench.floor_ingress")
 
 
 async def _run_generator(url: str, mode: str, count: int, value: float, run: int) -> dict[str, Any]:
@@ -198,9 +227,12 @@ def _figures(name: str, result: dict[str, Any]) -> Figures:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User and system CPU time of process ``pid`` so far."""
+    """User and system CPU time so far of process ``pid`` and of its running children (the
+    worker processes of ``DRYDOCK_HTTP_WORKERS``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return own + sum(cpu_seconds(int(child)) for child in children)
 
 
 def _calibration() -> float:
@@ -226,24 +258,85 @@ async def _open_run(url: str, rate: float, count: int, run: int) -> Figures:
     return fixed
 
 
-async def _closed_round(url: str, pid: int, round_number: int) -> Figures:
-    """Round ``round_number`` (from 1) of the closed loop: the generator's run ``round_number - 1``."""
+@dataclass(frozen=True)
+class Round:
+    figures: Figures
+    cpu_per_delivery_us: float
+
+
+async def _closed_round(url: str, pid: int, name: str, run: int) -> Round:
+    """One closed-loop round against the server at ``url`` (process ``pid``): the generator's run ``run``."""
     cpu_before = cpu_seconds(pid)
-    name = f"ingress, {CONNECTIONS} connections, round {round_number}"
-    closed = _figures(name, await _run_generator(url, "closed", CLOSED_REQUESTS, CONNECTIONS, round_number - 1))
+    closed = _figures(name, await _run_generator(url, "closed", CLOSED_REQUESTS, CONNECTIONS, run))
     # The generator's warm-up deliveries count too: they are processed the same way.
     cpu_per_delivery = (cpu_seconds(pid) - cpu_before) / (closed.count + WARMUP) * 1e6
     report(closed)
     print(
-        f"  ingress CPU per delivery: {cpu_per_delivery:.0f} µs "
-        f"(one core's worth: {1e6 / cpu_per_delivery:.0f} req/s on this machine)",
+        f"  CPU per delivery: {cpu_per_delivery:.0f} µs (one core's worth: {1e6 / cpu_per_delivery:.0f} req/s)",
         flush=True,
     )
-    return closed
+    return Round(closed, cpu_per_delivery)
+
+
+async def _against_floor(ingress: tuple[str, int], floor: tuple[str, int]) -> None:
+    """The closed loop in alternating rounds, the floor then the ingress; the verdicts judge the
+    medians of the rounds and the ratio of each round to its own floor."""
+    ingress_rounds: list[Round] = []
+    floor_rounds: list[Round] = []
+    for number in range(1, CLOSED_ROUNDS + 1):
+        run = 2 * (number - 1)
+        floor_rounds.append(await _closed_round(*floor, f"floor, {CONNECTIONS} connections, round {number}", run))
+        ingress_rounds.append(
+            await _closed_round(*ingress, f"ingress, {CONNECTIONS} connections, round {number}", run + 1)
+        )
+    pairs = list(zip(ingress_rounds, floor_rounds, strict=True))
+    cpu_ratios = [i.cpu_per_delivery_us / f.cpu_per_delivery_us for i, f in pairs]
+    throughput_ratios = [i.figures.throughput / f.figures.throughput for i, f in pairs]
+    ingress_cpu = statistics.median(r.cpu_per_delivery_us for r in ingress_rounds)
+    floor_cpu = statistics.median(r.cpu_per_delivery_us for r in floor_rounds)
+    cpu_ratio = statistics.median(cpu_ratios)
+    print(
+        f"  CPU per delivery, median of {CLOSED_ROUNDS} rounds: ingress {ingress_cpu:.0f} µs, "
+        f"floor {floor_cpu:.0f} µs; "
+        f"ratio {cpu_ratio:.2f}x (rounds {', '.join(f'{r:.2f}' for r in cpu_ratios)}); "
+        f"target <= {CPU_RATIO_TARGET}x: {'met' if cpu_ratio <= CPU_RATIO_TARGET else 'MISSED'}",
+        flush=True,
+    )
+    median = statistics.median(r.figures.throughput for r in ingress_rounds)
+    floor_median = statistics.median(r.figures.throughput for r in floor_rounds)
+    print(
+        f"  throughput, median of {CLOSED_ROUNDS} rounds: ingress {median:.0f} req/s, floor {floor_median:.0f} req/s; "
+        f"ratio {statistics.median(throughput_ratios):.2f}x of the floor; "
+        f"target >= {THROUGHPUT_TARGET:.0f} req/s: {'met' if median >= THROUGHPUT_TARGET else 'MISSED'}",
+        flush=True,
+    )
+
+
+async def _processes(one: tuple[str, int], two: tuple[str, int]) -> None:
+    """Throughput at ``DRYDOCK_HTTP_WORKERS`` 1 and 2, in alternating rounds (the generator's runs
+    from ``2 * CLOSED_ROUNDS`` on: issues of their own)."""
+    single: list[Round] = []
+    double: list[Round] = []
+    for number in range(1, CLOSED_ROUNDS + 1):
+        run = 2 * CLOSED_ROUNDS + 2 * (number - 1)
+        single.append(await _closed_round(*one, f"ingress, 1 process, round {number}", run))
+        double.append(await _closed_round(*two, f"ingress, 2 processes, round {number}", run + 1))
+    one_median = statistics.median(r.figures.throughput for r in single)
+    two_median = statistics.median(r.figures.throughput for r in double)
+    print(
+        f"  throughput, median of {CLOSED_ROUNDS} rounds: 1 process {one_median:.0f} req/s, "
+        f"2 processes {two_median:.0f} req/s ({two_median / one_median:.2f}x; the load generator shares "
+        f"the {os.cpu_count()} cores)",
+        flush=True,
+    )
 
 
 async def main() -> None:
-    print(f"  machine: {os.cpu_count()} cores, sum(range(1000)) = {_calibration():.1f} µs", flush=True)
+    print(
+        f"  machine: {os.cpu_count()} cores, sum(range(1000)) = {_calibration():.1f} µs, "
+        f"load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     async with embedded_infrastructure() as urls:
         prefix = f"bench-{uuid.uuid4().hex[:6]}"
         settings = load_settings(nats={"url": urls.nats}, redis={"url": urls.redis})
@@ -254,22 +347,18 @@ async def main() -> None:
             await accounts.save_repository(RepositorySettings(full_name=f"{ORG}/{REPO}"))
         finally:
             await redis.aclose()
-        async with ingress_process(urls, prefix) as (url, pid):
-            rounds = [await _closed_round(url, pid, number) for number in range(1, CLOSED_ROUNDS + 1)]
-            throughputs = sorted(figures.throughput for figures in rounds)
-            median = statistics.median(throughputs)
-            verdict = "met" if median >= THROUGHPUT_TARGET else "MISSED"
-            print(
-                f"  closed loop, median of {CLOSED_ROUNDS} rounds: {median:.1f} req/s "
-                f"(rounds {throughputs[0]:.0f} to {throughputs[-1]:.0f}); "
-                f"throughput target >= {THROUGHPUT_TARGET:.0f} req/s: {verdict}",
-                flush=True,
-            )
-            fixed = await _open_run(url, FIXED_RATE, 10000, run=CLOSED_ROUNDS)
+        async with ingress_process(urls, prefix) as ingress:
+            async with floor_process(urls, f"{prefix}-floor") as floor:
+                await _against_floor(ingress, floor)
+            async with ingress_process(urls, prefix, workers=2) as two:
+                await _processes(ingress, two)
+            url = ingress[0]
+            runs = 4 * CLOSED_ROUNDS
+            fixed = await _open_run(url, FIXED_RATE, 10000, run=runs)
             verdict = "met" if fixed.percentile(99) < P99_TARGET_MS else "MISSED"
             print(f"  p99 target < {P99_TARGET_MS:.0f} ms at {FIXED_RATE:.0f} req/s: {verdict}", flush=True)
             print(f"  below saturation, for comparison ({BELOW_SATURATION:.0f} req/s; not a target):", flush=True)
-            await _open_run(url, BELOW_SATURATION, 4000, run=CLOSED_ROUNDS + 1)
+            await _open_run(url, BELOW_SATURATION, 4000, run=runs + 1)
 
 
 def _cli() -> None:

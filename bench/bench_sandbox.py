@@ -3,17 +3,30 @@ bubblewrap with its own network namespace and the proxy relay, and unisolated), 
 of ``true`` through the daemon, and a warm ``ensure_sandbox`` (cache hit, health
 check, grant refresh with :class:`~drydock.sandbox.credentials.NoProxy`, git identity).
 
+The exec round trip is judged against its floor, measured in alternating rounds: a bare
+process spawn in the same isolation (a Python process started by ``bwrap`` with the local
+provider's flags spawns the daemon's shell with ``-c true`` the way the daemon does, output
+piped, in a process group of its own, and times each spawn until its exit and end of output).
+Target: the round trip at most 1.5 times the spawn.
+
 ``pdm run python -m bench sandbox``
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import shutil
+import statistics
+import sys
 import tempfile
 import uuid
+from pathlib import Path
 
 from cryptography.fernet import Fernet
 
-from bench.harness import measure, report
+import drydock
+from bench.harness import Figures, measure, report
 from drydock.config import SandboxSettings, load_settings
 from drydock.infra.embedded import embedded_infrastructure
 from drydock.infra.redis import Keys, connect_redis
@@ -23,9 +36,76 @@ from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.credentials import NoProxy
 from drydock.sandbox.handle import SandboxHandle
 from drydock.sandbox.lifecycle import SandboxManager
+from drydock.sandbox.providers import bubblewrap
 from drydock.sandbox.providers.local import LocalProvider
 from drydock.sandbox.records import SandboxRecords
 from drydock.threads.metadata import ThreadMetadataStore
+
+EXEC_ROUNDS = 3
+EXECS_PER_ROUND = 200
+EXEC_RATIO_TARGET = 1.5
+SPAWN_FLOOR = """
+import asyncio, json, sys, time
+
+async def spawns(shell, count):
+    latencies = []
+    for _ in range(count):
+        begin = time.perf_counter()
+        process = await asyncio.create_subprocess_exec(
+            shell, "-c", "true", stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT, process_group=0,
+        )
+        await process.communicate()
+        latencies.append((time.perf_counter() - begin) * 1000)
+    return latencies
+
+print(json.dumps(asyncio.run(spawns(sys.argv[1], int(sys.argv[2])))))
+"""
+
+
+async def spawn_floor(provider: LocalProvider, directory: Path, count: int) -> list[float]:
+    """``count`` bare spawns of ``bash -c true`` (the daemon's shell) from a process in a
+    bubblewrap sandbox with the local provider's flags; their latencies in ms."""
+    assert provider.bwrap is not None
+    for name in ("workspace", "home", "tmp"):
+        (directory / name).mkdir(parents=True, exist_ok=True)
+    argv = bubblewrap.bubblewrap_argv(
+        provider.bwrap,
+        workspace=directory / "workspace",
+        home=directory / "home",
+        tmp=directory / "tmp",
+        readonly=[Path(sys.prefix), Path(sys.base_prefix), Path(drydock.__file__).parents[1]],
+        proxy_sockets=provider.proxy_sockets,
+    )
+    shell = shutil.which("bash") or "/bin/sh"
+    process = await asyncio.create_subprocess_exec(
+        *argv, sys.executable, "-c", SPAWN_FLOOR, shell, str(count), stdout=asyncio.subprocess.PIPE
+    )
+    output, _ = await process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError(f"the spawn floor failed with exit code {process.returncode}")
+    latencies: list[float] = json.loads(output)
+    return latencies
+
+
+async def exec_against_floor(provider: LocalProvider, backend: SandboxBackend, scratch: Path) -> None:
+    """The daemon's exec round trip and the bare spawn, in alternating rounds."""
+    floor: list[float] = []
+    ours: list[float] = []
+    for _ in range(EXEC_ROUNDS):
+        floor += await spawn_floor(provider, scratch, EXECS_PER_ROUND)
+        figures = await measure("exec", lambda: backend.run("true"), count=EXECS_PER_ROUND, warmup=5)
+        ours += figures.latencies_ms
+    report(Figures("floor: bare spawn of true in bubblewrap", len(floor), sum(floor) / 1000, floor))
+    report(
+        Figures(f"exec round trip of true ({provider.isolation})", len(ours), sum(ours) / 1000, ours), target_p50_ms=10
+    )
+    ratio = statistics.median(ours) / statistics.median(floor)
+    print(
+        f"  exec p50 {statistics.median(ours):.2f} ms, floor p50 {statistics.median(floor):.2f} ms: ratio "
+        f"{ratio:.2f}x; target <= {EXEC_RATIO_TARGET}x: {'met' if ratio <= EXEC_RATIO_TARGET else 'MISSED'}",
+        flush=True,
+    )
 
 
 async def main() -> None:
@@ -58,12 +138,16 @@ async def main() -> None:
             provider = LocalProvider(sandbox_settings, records)
             handle = await provider.create("bench")
             backend = SandboxBackend(handle)
-            report(
-                await measure(
-                    f"exec round trip of true ({provider.isolation})", lambda: backend.run("true"), count=500
-                ),
-                target_p50_ms=10,
-            )
+            if provider.bwrap is not None:
+                await exec_against_floor(provider, backend, Path(root) / "floor")
+            else:
+                print("  no bubblewrap here: the exec round trip has no floor to be judged by", flush=True)
+                report(
+                    await measure(
+                        f"exec round trip of true ({provider.isolation})", lambda: backend.run("true"), count=500
+                    ),
+                    target_p50_ms=10,
+                )
             await backend.aclose()
             await provider.delete(handle.id)
 

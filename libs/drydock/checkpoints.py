@@ -4,7 +4,8 @@
 
 The saver spells its own keys under :meth:`drydock.infra.redis.Keys.checkpoints`:
 ``{prefix}:cp:{thread_id}:{ns}:{id}`` (a checkpoint), ``…:blob:…`` (channel values),
-``…:wr:…`` (pending writes), ``…:idx:{thread_id}:{ns}`` (the thread's timeline), plus one
+``…:wr:…`` (pending writes), ``…:idx:{thread_id}:{ns}`` (the thread's timeline),
+``…:namespaces:{thread_id}`` (the namespaces it has checkpoints in, for pruning), plus one
 ``…:threads`` registry and one ``…:seq`` counter. Its keys carry no hash tag, so it runs on a
 single Redis (or a replicated one), not on Redis Cluster.
 
@@ -39,18 +40,25 @@ from drydock.infra.redis import Keys, StoreUnavailable, redis_client
 
 HISTORY_PAGE = 64
 """Checkpoints read per round trip when walking back a delta channel's history."""
+PRUNE_BATCH = 500
+"""Keys per ``DEL`` when pruning a thread's old checkpoints."""
 
 
 class _Ancestor:
     """What a history walk needs of one checkpoint: its parent, its pending writes, and the
-    values it holds of the channels asked for."""
+    stored values of the channels asked for (``None`` where the blob is absent), still encoded:
+    a page reaches past the snapshot that ends the walk, and decoding what lies beyond it was
+    most of the time a run took to load its history."""
 
-    __slots__ = ("parent_id", "values", "writes")
+    __slots__ = ("cid", "parent_id", "raw_values", "raw_writes")
 
-    def __init__(self, parent_id: str | None, writes: list[PendingWrite], values: dict[str, Any]) -> None:
+    def __init__(
+        self, cid: str, parent_id: str | None, raw_writes: dict[bytes, bytes], raw_values: dict[str, bytes | None]
+    ) -> None:
+        self.cid = cid
         self.parent_id = parent_id
-        self.writes = writes
-        self.values = values
+        self.raw_writes = raw_writes
+        self.raw_values = raw_values
 
 
 _ADD_TO_TIMELINE = """
@@ -102,10 +110,12 @@ class DrydockRedisSaver(AsyncRedisSaver):
                 if self.ttl:
                     pipe.expire(key, self.ttl)
             pipe.eval(_ADD_TO_TIMELINE, 2, self._key_seq(), index, cid)
+            pipe.sadd(self._key_namespaces(thread_id), ns)
             pipe.hset(self._key_threads(), index, json.dumps({"thread": thread_id, "ns": ns}, ensure_ascii=False))
             if self.ttl:
                 pipe.expire(checkpoint_key, self.ttl)
                 pipe.expire(index, self.ttl)
+                pipe.expire(self._key_namespaces(thread_id), self.ttl)
             await pipe.execute()
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}}
 
@@ -152,13 +162,17 @@ class DrydockRedisSaver(AsyncRedisSaver):
                 if cursor not in loaded:
                     break
             ancestor = loaded[cursor]
-            for write in reversed(ancestor.writes):
-                if write[1] in remaining:
-                    collected[write[1]].append(write)
+            if ancestor.raw_writes:
+                writes = self._parse_pending_writes(thread_id, ns, ancestor.cid, ancestor.raw_writes)
+                for write in reversed(writes):
+                    if write[1] in remaining:
+                        collected[write[1]].append(write)
             for channel in list(remaining):
-                if channel in ancestor.values:
-                    seeds[channel] = ancestor.values[channel]
-                    remaining.discard(channel)
+                if channel in ancestor.raw_values:
+                    value = self._decode_blob(ancestor.raw_values[channel])
+                    if value is not _MISSING:
+                        seeds[channel] = value
+                        remaining.discard(channel)
             cursor = ancestor.parent_id
         history: dict[str, DeltaChannelHistory] = {}
         for channel in channels:
@@ -167,6 +181,81 @@ class DrydockRedisSaver(AsyncRedisSaver):
                 entry["seed"] = seeds[channel]
             history[channel] = entry
         return history
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``keep_latest``: delete each thread's checkpoints that resuming from its latest one does
+        not read (:meth:`keep_latest`); ``delete``: delete the threads' checkpoints."""
+        if strategy not in {"keep_latest", "delete"}:
+            raise ValueError(f"unknown pruning strategy {strategy!r}; use keep_latest or delete")
+        for thread_id in thread_ids:
+            if strategy == "delete":
+                await self.adelete_thread(thread_id)
+                continue
+            # A thread written before the set existed has its root namespace pruned.
+            namespaces = await self.client.smembers(self._key_namespaces(thread_id)) or {b""}
+            for ns in sorted(map(_as_str, namespaces)):
+                await self.keep_latest(thread_id, ns)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await super().adelete_thread(thread_id)
+        await self.client.delete(self._key_namespaces(thread_id))
+
+    def _key_namespaces(self, thread_id: str) -> str:
+        return f"{self.prefix}:namespaces:{thread_id}"
+
+    async def keep_latest(self, thread_id: str, ns: str = "") -> int:
+        """Delete the checkpoints of ``thread_id`` in ``ns`` that resuming from its latest one
+        does not read: all but the latest and, for each delta channel it replays, its ancestors
+        back to that channel's last snapshot (LangGraph's first safe option for ``DeltaChannel``);
+        with them their pending writes and the blobs no kept checkpoint refers to. Nothing is
+        deleted while a delta channel has no snapshot yet (its replay starts at the first
+        checkpoint). Returns how many checkpoints were deleted.
+
+        Run it only while no one writes the thread (the worker holds its lease).
+        """
+        latest = await self.aget_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}})
+        if latest is None:
+            return 0
+        kept = {latest.checkpoint["id"]}
+        counters = latest.metadata.get("counters_since_delta_snapshot") or {}
+        remaining = set(counters)
+        cursor = latest.parent_config["configurable"]["checkpoint_id"] if latest.parent_config else None
+        loaded: dict[str, _Ancestor] = {}
+        while cursor is not None and remaining:
+            if cursor not in loaded:
+                loaded.update(await self._ancestors(thread_id, ns, cursor, remaining))
+                if cursor not in loaded:
+                    break
+            ancestor = loaded[cursor]
+            kept.add(cursor)
+            for channel in list(remaining):
+                if channel in ancestor.raw_values and self._decode_blob(ancestor.raw_values[channel]) is not _MISSING:
+                    remaining.discard(channel)
+            cursor = ancestor.parent_id
+        if remaining:
+            return 0
+        index = self._key_index(thread_id, ns)
+        doomed = [cid for cid in map(_as_str, await self.client.zrange(index, 0, -1)) if cid not in kept]
+        if not doomed:
+            return 0
+        referenced: set[str] = set()
+        unreferenced: set[str] = set()
+        for cids, blobs in ((sorted(kept), referenced), (doomed, unreferenced)):
+            payloads = await self.client.mget([self._key_checkpoint(thread_id, ns, cid) for cid in cids])
+            for raw in cast(list[bytes | None], payloads):
+                if raw is not None:
+                    blobs.update(self._blob_keys(thread_id, ns, self._parse_checkpoint_payload(raw)[3]))
+        garbage = [
+            *(self._key_checkpoint(thread_id, ns, cid) for cid in doomed),
+            *(self._key_writes(thread_id, ns, cid) for cid in doomed),
+            *sorted(unreferenced - referenced),
+        ]
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.zrem(index, *doomed)
+            for start in range(0, len(garbage), PRUNE_BATCH):
+                pipe.delete(*garbage[start : start + PRUNE_BATCH])
+            await pipe.execute()
+        return len(doomed)
 
     async def _ancestors(self, thread_id: str, ns: str, start: str, channels: set[str]) -> dict[str, _Ancestor]:
         """``start`` and the checkpoints before it on the thread's timeline, up to a page."""
@@ -192,16 +281,12 @@ class DrydockRedisSaver(AsyncRedisSaver):
             parsed.append((cid, parent_id, raw_writes, wanted, len(blob_keys)))
             blob_keys.extend(self._blob_keys(thread_id, ns, wanted))
         blobs = cast(list[bytes | None], await self.client.mget(blob_keys)) if blob_keys else []
-        ancestors: dict[str, _Ancestor] = {}
-        for cid, parent_id, raw_writes, wanted, first in parsed:
-            values: dict[str, Any] = {}
-            for offset, channel in enumerate(wanted):
-                value = self._decode_blob(blobs[first + offset])
-                if value is not _MISSING:
-                    values[channel] = value
-            writes = self._parse_pending_writes(thread_id, ns, cid, raw_writes)
-            ancestors[cid] = _Ancestor(parent_id, writes, values)
-        return ancestors
+        return {
+            cid: _Ancestor(
+                cid, parent_id, raw_writes, {channel: blobs[first + offset] for offset, channel in enumerate(wanted)}
+            )
+            for cid, parent_id, raw_writes, wanted, first in parsed
+        }
 
 
 def build_checkpointer(client: Redis, keys: Keys, *, ttl: timedelta | None = None) -> AsyncRedisSaver:

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -28,6 +29,7 @@ from drydock.infra.embedded import EmbeddedServerError
 from drydock.infra.redis import StoreUnavailable
 from drydock.runtime import Runtime, open_runtime
 from drydock.telemetry import configure_logging
+from drydock.telemetry.metrics import MULTIPROCESS_DIRECTORY
 
 log = structlog.get_logger(__name__)
 
@@ -87,9 +89,44 @@ class _ServeHelp(argparse.Action):
 
 async def serve(settings: Settings, name: str) -> None:
     service = services.get(name)
+    http = settings.http
+    if service.http_workers and http.workers > 1 and http.worker_index == 0:
+        await serve_workers(name, http.workers)
+        return
     async with open_runtime(settings, name=name) as runtime:
         print(f"drydock {name}: {service.listens(runtime)}", flush=True)
         await run_service(service, runtime)
+
+
+async def serve_workers(name: str, count: int) -> None:
+    """Run ``count`` processes of ``drydock serve NAME`` (``DRYDOCK_HTTP_WORKER_INDEX`` 1 to
+    ``count``), which share its port, until cancelled (then each is stopped with SIGTERM) or until
+    one of them ends: then the others are stopped, and this one exits with its code."""
+    with tempfile.TemporaryDirectory(prefix="drydock-metrics-") as directory:
+        environment = dict(os.environ) | {MULTIPROCESS_DIRECTORY: directory}
+        workers = [
+            await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "drydock",
+                "serve",
+                name,
+                env=environment | {"DRYDOCK_HTTP_WORKER_INDEX": str(index)},
+            )
+            for index in range(1, count + 1)
+        ]
+        print(f"drydock {name}: {count} worker processes ({', '.join(str(w.pid) for w in workers)})", flush=True)
+        waits = [asyncio.create_task(worker.wait()) for worker in workers]
+        try:
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for worker in workers:
+                if worker.returncode is None:
+                    worker.send_signal(signal.SIGTERM)
+            await asyncio.gather(*waits, return_exceptions=True)
+    code = next(task.result() for task in done)
+    log.error("a worker process ended; stopped the others", service=name, exit_code=code)
+    raise SystemExit(code or EXIT_UNAVAILABLE)
 
 
 async def provision_store(settings: Settings, *, accept_store_loss: bool) -> None:

@@ -823,6 +823,20 @@ class HttpSettings(BaseModel):
         description="Where /metrics is served (on host): a port of its own, so that the public web port "
         "never answers it.",
     )
+    workers: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="Processes serving the port of `drydock serve ingress`, `dashboard` or `web`: each "
+        "listens on it with SO_REUSEPORT and the kernel spreads the connections over them; /metrics "
+        "adds up the counters of all of them. The chart sets it from the CPU limit.",
+    )
+    worker_index: int = Field(
+        default=0,
+        ge=0,
+        description="Set by `drydock serve` for the processes it starts when `workers` > 1 (1, 2, …); "
+        "0 is a process serving alone, or the one that starts the workers.",
+    )
 
 
 class LogSettings(BaseModel):

@@ -31,7 +31,7 @@ from drydock.config import Environment, HttpSettings, Settings, load_settings
 from drydock.errors import describe
 from drydock.infra.read_deadline import with_read_deadline
 from drydock.runtime import Runtime, open_runtime
-from drydock.telemetry import metrics_response
+from drydock.telemetry import metrics_response, workers_registry
 
 RouterFactory = Callable[[Runtime], APIRouter]
 """Builds a service's routes on a runtime; the web app's are listed in ``services.web.app``."""
@@ -158,11 +158,13 @@ def create_app(name: str, runtime: Runtime | None = None, routers: list[RouterFa
     return app
 
 
-def metrics_app() -> Starlette:
-    """The app of the metrics port: ``/metrics`` (Prometheus' text format) and nothing else."""
+def metrics_app(*, all_workers: bool = False) -> Starlette:
+    """The app of the metrics port: ``/metrics`` (Prometheus' text format) and nothing else;
+    ``all_workers``: the counters of every worker process (:func:`drydock.telemetry.workers_registry`)."""
+    registry = workers_registry() if all_workers else None
 
     async def metrics(_: Request) -> Response:
-        body, content_type = metrics_response()
+        body, content_type = metrics_response() if registry is None else metrics_response(registry)
         return Response(body, media_type=content_type)
 
     return Starlette(routes=[Route("/metrics", metrics, methods=["GET"])])
@@ -198,12 +200,15 @@ class ListenError(RuntimeError):
     """The HTTP server cannot listen on its address (in use, not permitted)."""
 
 
-def _listen(host: str, port: int, setting: str = "DRYDOCK_HTTP_PORT") -> socket.socket:
+def _listen(host: str, port: int, setting: str = "DRYDOCK_HTTP_PORT", *, shared: bool = False) -> socket.socket:
+    """``shared``: with SO_REUSEPORT, so that the other worker processes listen on it too."""
     # Bound here rather than by uvicorn, which answers a busy port with sys.exit inside the task.
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if shared:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
     except OSError as error:
         sock.close()
@@ -238,13 +243,17 @@ async def serve(app: FastAPI, http: HttpSettings) -> None:
     """Serve ``app`` on ``http.host``:``http.port`` and :func:`metrics_app` on
     ``http.metrics_port`` until cancelled, then shut down gracefully; :class:`ListenError` if
     an address cannot be bound."""
-    sockets = [_listen(http.host, http.port)]
-    try:
-        sockets.append(_listen(http.host, http.metrics_port, "DRYDOCK_HTTP_METRICS_PORT"))
-    except ListenError:
-        sockets[0].close()
-        raise
-    servers = [_server(app, sockets[0], http, lifespan="on"), _server(metrics_app(), sockets[1], http, lifespan="off")]
+    workers = http.workers > 1 and http.worker_index > 0
+    sockets = [_listen(http.host, http.port, shared=workers)]
+    servers = [_server(app, sockets[0], http, lifespan="on")]
+    # Of several worker processes the first serves every one's metrics.
+    if http.worker_index <= 1:
+        try:
+            sockets.append(_listen(http.host, http.metrics_port, "DRYDOCK_HTTP_METRICS_PORT"))
+        except ListenError:
+            sockets[0].close()
+            raise
+        servers.append(_server(metrics_app(all_workers=workers), sockets[1], http, lifespan="off"))
     tasks = [asyncio.create_task(server.serve(sockets=[sock])) for server, sock in zip(servers, sockets, strict=True)]
     try:
         await asyncio.shield(asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED))

@@ -33,6 +33,9 @@ class Service:
     check: Callable[[Settings], None] | None = None
     """Checks the settings only this service needs before anything starts; raises
     :class:`~drydock.config.ConfigError` with one line naming the variable and the fix."""
+    http_workers: bool = False
+    """Whether several processes may serve its port (``DRYDOCK_HTTP_WORKERS``): a stateless HTTP
+    app whose every process connects on its own."""
     needs_crypto_keys: bool = True
     """Whether the service signs or verifies records with ``DRYDOCK_CRYPTO_KEYS`` (grants,
     sessions, sandbox records); in production it refuses to start without them."""

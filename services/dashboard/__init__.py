@@ -16,6 +16,7 @@ service = Service(
     run=run,
     listens=listens,
     in_dev=False,
+    http_workers=True,
 )
 
 __all__ = ["router", "service"]

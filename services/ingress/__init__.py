@@ -16,6 +16,7 @@ service = Service(
     listens=listens,
     in_dev=False,
     needs_crypto_keys=False,
+    http_workers=True,
 )
 
 __all__ = ["router", "service"]

@@ -16,4 +16,6 @@ def listens(runtime: Runtime) -> str:
     return f"http://{runtime.settings.http.host}:{runtime.settings.http.port}"
 
 
-service = Service(name="web", description="ingress and dashboard in one app", run=run, listens=listens)
+service = Service(
+    name="web", description="ingress and dashboard in one app", run=run, listens=listens, http_workers=True
+)

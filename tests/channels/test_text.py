@@ -95,6 +95,8 @@ class TestModelRequests:
             ("<@U0DRYBOT> model=gpt-5.2. Thanks", ModelRequest("gpt-5.2", None)),
             ("@drydock model = qwen/qwen3-coder:30b go", ModelRequest("qwen/qwen3-coder:30b", None)),
             ("@drydock model=o3 model=gpt-5 effort=low", ModelRequest("o3", "low")),
+            ("@drydock MODEL=o3 " + "and a long comment " * 400, ModelRequest("o3", None)),
+            ("@drydock Effort=High", ModelRequest(None, "high")),
         ],
     )
     def test_options_are_read(self, text: str, expected: ModelRequest) -> None:
@@ -107,6 +109,8 @@ class TestModelRequests:
             "@drydock why does `load(model=resnet)` fail?",
             "@drydock see\n```\ntrain(model=big, effort=high)\n```",
             "@drydock set sub_model=x and foo.model=y",
+            "@drydock the effort and the model are fine " * 400,
+            "@drydock x = 1 " * 400,
         ],
     )
     def test_no_options_outside_code(self, text: str) -> None:

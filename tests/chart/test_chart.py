@@ -125,6 +125,17 @@ class TestDeployments:
         for service in of_kind(manifests, "Service"):
             assert all(port["port"] != 9464 for port in service["spec"]["ports"]), component(service)
 
+    @pytest.mark.parametrize(("limit", "workers"), [("1", "1"), ("2", "2"), ("1500m", "2"), ("250m", "1")])
+    def test_web_services_serve_from_a_process_per_core_of_their_limit(
+        self, render: Render, limit: str, workers: str
+    ) -> None:
+        rendered = render(set={f"services.{name}.resources.limits.cpu": limit for name in ("ingress", "dashboard")})
+        for deployment in of_kind(rendered, "Deployment"):
+            (main,) = deployment["spec"]["template"]["spec"]["containers"]
+            variables = {variable["name"]: variable.get("value") for variable in main["env"]}
+            expected = workers if component(deployment) in {"ingress", "dashboard"} else None
+            assert variables.get("DRYDOCK_HTTP_WORKERS") == expected, component(deployment)
+
     def test_a_disabled_service_has_no_objects(self, render: Render) -> None:
         rendered = render(set={"services.reviewer-worker.enabled": "false"})
         assert "reviewer-worker" not in {component(d) for d in of_kind(rendered, "Deployment")}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, NotRequired, TypedDict
 
+import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -83,3 +84,64 @@ class TestDeltaChannelHistory:
         assert await checkpointer.aget_delta_channel_history(config=config, channels=[]) == {}
         ours, theirs = await _both(checkpointer, config)
         assert ours == theirs == {"lines": {"writes": []}, "turns": {"writes": []}}
+
+
+async def _keys(checkpointer: DrydockRedisSaver, thread_id: str) -> list[bytes]:
+    return [key async for key in checkpointer.client.scan_iter(match=f"*{thread_id}*", count=1000)]
+
+
+class TestKeepLatest:
+    async def test_the_thread_resumes_with_the_same_state_from_fewer_keys(
+        self, checkpointer: DrydockRedisSaver, thread_id: str
+    ) -> None:
+        checkpointer.history_page = 4
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        graph = _graph(checkpointer)
+        for turn in range(10):
+            await graph.ainvoke(Log(lines=[f"turn {turn}"]), config)
+        before = await graph.aget_state(config)
+        keys_before = await _keys(checkpointer, thread_id)
+        checkpoints_before = [saved async for saved in checkpointer.alist(config)]
+
+        deleted = await checkpointer.keep_latest(thread_id)
+
+        checkpoints_after = [saved async for saved in checkpointer.alist(config)]
+        assert deleted == len(checkpoints_before) - len(checkpoints_after) > 0
+        # The latest and its ancestors back to the last snapshot (every 7 updates of `lines`).
+        assert len(checkpoints_after) <= 2 * 7 + 1
+        assert len(await _keys(checkpointer, thread_id)) < len(keys_before) / 2
+        after = await graph.aget_state(config)
+        assert after.values == before.values
+        assert len(after.values["lines"]) == 30
+        latest = await checkpointer.aget_tuple(config)
+        assert latest is not None
+        ours, theirs = await _both(checkpointer, latest.config)
+        assert ours == theirs
+        # The thread goes on from where it was, and can be pruned again.
+        await graph.ainvoke(Log(lines=["turn 10"]), config)
+        assert len((await graph.aget_state(config)).values["lines"]) == 33
+        await checkpointer.aprune([thread_id])
+        final = await graph.aget_state(config)
+        assert len(final.values["lines"]) == 33
+        assert final.values["turns"] == 11
+
+    async def test_nothing_is_deleted_before_the_first_snapshot(
+        self, checkpointer: DrydockRedisSaver, thread_id: str
+    ) -> None:
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        graph = _graph(checkpointer)
+        await graph.ainvoke(Log(lines=["only turn"]), config)
+        count = len([saved async for saved in checkpointer.alist(config)])
+        assert await checkpointer.keep_latest(thread_id) == 0
+        assert len([saved async for saved in checkpointer.alist(config)]) == count
+        assert (await graph.aget_state(config)).values["lines"] == ["only turn", "first 1", "second 2"]
+
+    async def test_an_unknown_strategy_is_refused_and_delete_deletes(
+        self, checkpointer: DrydockRedisSaver, thread_id: str
+    ) -> None:
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        await _graph(checkpointer).ainvoke(Log(lines=["a"]), config)
+        with pytest.raises(ValueError, match="keep_latest or delete"):
+            await checkpointer.aprune([thread_id], strategy="compact")
+        await checkpointer.aprune([thread_id], strategy="delete")
+        assert await checkpointer.aget_tuple(config) is None

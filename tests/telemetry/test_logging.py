@@ -46,6 +46,17 @@ class TestJsonLogs:
         structlog.get_logger("drydock.test").debug("hidden")
         assert json_logs.getvalue() == ""
 
+    def test_a_logger_s_own_level_is_honoured(self, json_logs: io.StringIO) -> None:
+        verbose = logging.getLogger("drydock.verbose")
+        verbose.setLevel(logging.DEBUG)
+        try:
+            structlog.get_logger("drydock.verbose").debug("shown", detail=1)
+        finally:
+            verbose.setLevel(logging.NOTSET)
+        [line] = [json.loads(line) for line in json_logs.getvalue().splitlines()]
+        assert line["event"] == "shown"
+        assert line["detail"] == 1
+
 
 @pytest.fixture
 def console_logs() -> Iterator[io.StringIO]:

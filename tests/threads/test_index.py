@@ -175,6 +175,22 @@ class TestNarrowReaders:
         assert page.next_cursor is None
         assert not await redis.exists(keys.thread_scratch())
 
+    async def test_a_repository_the_reader_may_not_see_scans_only_their_own_threads(
+        self, index: ThreadIndex, metadata: ThreadMetadataStore
+    ) -> None:
+        for minute in range(40):
+            await create(metadata, minute=minute, repository="acme/busy")
+        mine = await create(metadata, minute=45, repository="acme/busy", owner="ada")
+        await create(metadata, minute=46, repository="acme/other", owner="ada")
+        await create(metadata, minute=47, repository="acme/quiet")
+        # A budget far below the 40 threads of acme/busy: only ada's own threads are scanned.
+        reader = Visibility("ada", frozenset({"acme/quiet"}))
+        page = await index.list(ThreadQuery(repository="acme/Busy", visible_to=reader, budget=3))
+        assert page == ThreadPage([mine], None)
+        assert await index.list(ThreadQuery(repository="acme/busy", visible_to=Visibility("bob"), budget=3)) == (
+            ThreadPage([], None)
+        )
+
     async def test_a_reader_who_sees_nothing_gets_an_empty_page_at_once(
         self, index: ThreadIndex, metadata: ThreadMetadataStore
     ) -> None:

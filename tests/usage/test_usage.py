@@ -87,6 +87,7 @@ class TestRecordingAtTheModelCall:
         async with ScriptedModelServer(script) as server:
             agent = create_agent(chat_model(server, "gpt-5"), [execute], middleware=[ModelCallLimit(5, usage=recorder)])
             result = await agent.ainvoke({"messages": [HumanMessage("work")]})
+        await recorder.flush()
 
         run = await ledger.run(scope.run_id)
         assert (run.calls, run.input_tokens, run.cached_input_tokens, run.output_tokens, run.reasoning_tokens) == (
@@ -122,6 +123,7 @@ class TestRecordingAtTheModelCall:
         async with ScriptedModelServer(script) as server:
             agent = create_agent(chat_model(server, "gpt-5"), [], middleware=[subagent_limit])
             await agent.ainvoke({"messages": [HumanMessage("look")]})
+        await recorder.flush()
 
         run = await ledger.run(scope.run_id)
         assert (run.calls, run.input_tokens, run.output_tokens) == (1, 500, 50)
@@ -141,6 +143,7 @@ class TestRecordingAtTheModelCall:
         async with ScriptedModelServer(script) as server:
             agent = create_agent(chat_model(server, "gpt-5"), [], middleware=[ModelCallLimit(5, usage=recorder)])
             result = await agent.ainvoke({"messages": [HumanMessage("work")]})
+        await recorder.flush()
 
         run = await ledger.run(scope.run_id)
         assert run.calls == 1
@@ -157,6 +160,7 @@ class TestRecordingAtTheModelCall:
         async with ScriptedModelServer(script) as server:
             agent = create_agent(chat_model(server, "gpt-5"), [], middleware=[ModelCallLimit(5, usage=recorder)])
             await agent.ainvoke({"messages": [HumanMessage("work")]})
+        await recorder.flush()
 
         assert REGISTRY.get_sample_value("drydock_model_tokens_total", {**labels, "kind": "input"}) == 1_000_000
         assert REGISTRY.get_sample_value("drydock_model_cost_usd_total", labels) == pytest.approx(1.25)

@@ -126,6 +126,18 @@ app.kubernetes.io/component: {{ .name }}
   value: "0.0.0.0"
 - name: DRYDOCK_HTTP_PORT
   value: {{ .svc.port | quote }}
+{{- if and (ge (len .svc.command) 2) (has (index .svc.command 1) (list "ingress" "dashboard" "web")) }}
+{{- /* One HTTP process per core of the CPU limit ("2", 2 or "1500m"), at least one. */}}
+{{- $cpu := toString (dig "limits" "cpu" "1" .svc.resources) }}
+{{- $cores := 1.0 }}
+{{- if hasSuffix "m" $cpu }}
+{{- $cores = divf (trimSuffix "m" $cpu | float64) 1000 }}
+{{- else }}
+{{- $cores = float64 $cpu }}
+{{- end }}
+- name: DRYDOCK_HTTP_WORKERS
+  value: {{ max 1 (ceil $cores | int) | quote }}
+{{- end }}
 {{- $proxy := index $values.services "credential-proxy" }}
 {{- if and $proxy $proxy.enabled }}
 - name: DRYDOCK_PROXY_URL

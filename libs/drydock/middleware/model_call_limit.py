@@ -110,7 +110,12 @@ class ModelCallLimit(AgentMiddleware[ModelCallLimitState, Any, Any]):
                 "finished. Reply in this conversation and I will continue from here."
             )
             return self._stop(stop_message(StopReason.STEP_LIMIT, text), calls)
-        reached = await self.spend.reached() if self.spend is not None else None
+        reached = None
+        if self.spend is not None:
+            # The roll-ups are written beside the run; the check must see the previous call's cost.
+            if self.usage is not None:
+                await self.usage.flush()
+            reached = await self.spend.reached()
         if reached is not None:
             return self._stop(
                 stop_message(StopReason.BUDGET, budget_stop_text(reached), **{BUDGET_KEY: reached.to_json()}), calls

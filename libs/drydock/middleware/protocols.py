@@ -56,6 +56,10 @@ class UsageRecorder(Protocol):
         """Count the token usage and cost ``message`` (a model's reply to a call of ``model``) reports."""
         ...
 
+    async def flush(self) -> None:
+        """Wait until the usage counted so far is in the roll-ups the spend guard reads."""
+        ...
+
 
 class SpendGuard(Protocol):
     async def reached(self) -> Reached | None:

@@ -40,7 +40,9 @@ def configure_logging(settings: LogSettings, log_format: LogFormat, stream: Text
         )
 
     structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        # Below the level a line is dropped before the processors run (its time stamp alone cost
+        # more than the rest of an ingress's log call), as logging itself would drop it after them.
+        processors=[structlog.stdlib.filter_by_level, *shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,

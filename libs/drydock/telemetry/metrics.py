@@ -7,6 +7,7 @@ from prometheus_client import (
     CollectorRegistry,
     gc_collector,
     generate_latest,
+    multiprocess,
     platform_collector,
     process_collector,
 )
@@ -20,3 +21,16 @@ gc_collector.GCCollector(registry=REGISTRY)
 def metrics_response(registry: CollectorRegistry = REGISTRY) -> tuple[bytes, str]:
     """The exposition body and its content type."""
     return generate_latest(registry), CONTENT_TYPE_LATEST
+
+
+MULTIPROCESS_DIRECTORY = "PROMETHEUS_MULTIPROC_DIR"
+"""Where prometheus_client keeps each process's values when several processes serve one port;
+the process that starts them sets it for them."""
+
+
+def workers_registry() -> CollectorRegistry:
+    """The counters and histograms of every worker process, read from their files in
+    :data:`MULTIPROCESS_DIRECTORY`."""
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+    return registry

@@ -263,6 +263,11 @@ class ThreadIndex:
         score, cursor_id = decode_cursor(query.cursor) if query.cursor else ("", "")
         visible = query.visible_to
         repositories = sorted(name.lower() for name in visible.repositories) if visible is not None else []
+        if visible is not None and query.repository and query.repository.lower() not in repositories:
+            # Of a repository the reader may not see, only their own threads: scanning the
+            # reader's set instead of the repository's is the difference between a handful of
+            # candidates and every thread of that repository.
+            sets.append(self._keys.threads_by(OWNER, visible.user_id))
         reach = []
         if visible is not None and len(repositories) <= VISIBLE_SETS_LIMIT:
             reach = [self._keys.threads_by(OWNER, visible.user_id)]

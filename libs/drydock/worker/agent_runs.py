@@ -49,6 +49,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from nats.js.api import PubAck
+from redis.exceptions import RedisError
 
 from drydock.accounts import UserProfile
 from drydock.accounts.store import AccountsStore
@@ -57,6 +58,7 @@ from drydock.bus import Bus, EventType, RunEvent
 from drydock.bus.envelopes import ReplyAddress
 from drydock.channels.outbound import Outbound
 from drydock.channels.run_status import RunStatus
+from drydock.checkpoints import DrydockRedisSaver
 from drydock.config import Settings
 from drydock.errors import describe
 from drydock.graphs.entrypoints import with_inputs
@@ -351,6 +353,17 @@ class AgentRuns:
             if self._can_answer(scope)
             else None
         )
+        usage = UsageRecorder(
+            self.usage,
+            self.prices,
+            UsageScope(
+                run_id=scope.run_id,
+                thread_id=scope.thread_id,
+                role=scope.role.value,
+                user_id=scope.user_id,
+                repository=scope.repository,
+            ),
+        )
         inputs = AgentInputs(
             scope=scope,
             model=parts.models.chat_model(resolved),
@@ -369,17 +382,7 @@ class AgentRuns:
             spend=spend if limits.spend else None,
             branch_prefix=(profile.branch_prefix if profile and profile.branch_prefix else "drydock/"),
             auto_open_pr=profile.auto_open_pr if profile else True,
-            usage=UsageRecorder(
-                self.usage,
-                self.prices,
-                UsageScope(
-                    run_id=scope.run_id,
-                    thread_id=scope.thread_id,
-                    role=scope.role.value,
-                    user_id=scope.user_id,
-                    repository=scope.repository,
-                ),
-            ),
+            usage=usage,
             redactor=redactor,
             plan_refusal=self._plan_refusal(scope),
         )
@@ -393,15 +396,18 @@ class AgentRuns:
                 await self._record_changes(scope.thread_id, backend, checkout, redactor)
 
         # The thread still counts as running only when its last run died mid-turn.
-        cursor, stopped_at = await self._drive(
-            agent,
-            config,
-            events,
-            status,
-            resume=fields.get(STATE) == ThreadState.RUNNING.value,
-            model_calls=inputs.limits.model_calls,
-            settle=settle,
-        )
+        try:
+            cursor, stopped_at = await self._drive(
+                agent,
+                config,
+                events,
+                status,
+                resume=fields.get(STATE) == ThreadState.RUNNING.value,
+                model_calls=inputs.limits.model_calls,
+                settle=settle,
+            )
+        finally:
+            await usage.flush()
         if stopped_at is not None:
             bound = log.bind(thread_id=scope.thread_id, run_id=scope.run_id)
             if scope.role is not Role.CODER:
@@ -413,7 +419,20 @@ class AgentRuns:
                     await _best_effort(notices, paused_notice(stopped_at, handle), bound, continue_button=True)
         if checkout is not None and parts.hooks.snapshots:
             await self._snapshot(scope.thread_id, backend, checkout)
+        await self._prune(scope.thread_id)
         return cursor
+
+    async def _prune(self, thread_id: str) -> None:
+        """Delete the checkpoints the next run will not read (the dashboard's history comes from
+        the events stream): a finished thread would otherwise keep every step's."""
+        checkpointer = self.parts.checkpointer
+        if not isinstance(checkpointer, DrydockRedisSaver):
+            return
+        try:
+            await checkpointer.aprune([thread_id])
+        except (RedisError, OSError) as error:
+            # Only storage is lost: the next run's end prunes them.
+            log.warning("old checkpoints not pruned", thread_id=thread_id, error=describe(error))
 
     async def _snapshot(self, thread_id: str, backend: SandboxBackend, checkout: Checkout) -> None:
         if self.parts.snapshots is None:
