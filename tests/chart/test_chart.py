@@ -3,11 +3,13 @@ every manifest is valid for current Kubernetes, and the rendered output keeps it
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
+from cryptography.fernet import Fernet
 
 from drydock.bus.streams import RUNS_STREAM, run_consumer
 from drydock.config import Settings, load_settings
@@ -187,7 +189,10 @@ def worker_settings(manifests: list[Manifest], monkeypatch: pytest.MonkeyPatch) 
         value = variable.get("value")
         if value is None:
             value = {"DRYDOCK_NATS_URL": "nats://n:4222", "DRYDOCK_REDIS_URL": "redis://r:6379/0"}.get(
-                variable["name"], '["x"]' if variable["name"] == "DRYDOCK_CRYPTO_KEYS" else "from-a-secret"
+                variable["name"],
+                json.dumps([Fernet.generate_key().decode()])
+                if variable["name"] == "DRYDOCK_CRYPTO_KEYS"
+                else "from-a-secret",
             )
         monkeypatch.setenv(variable["name"], value)
     return load_settings()
