@@ -29,6 +29,10 @@ ENV PATH=/opt/venv/bin:$PATH \
     DRYDOCK_ENVIRONMENT=production \
     DRYDOCK_HTTP_HOST=0.0.0.0 \
     DRYDOCK_HTTP_PORT=8000
+# git: the credential proxy inspects each push for protected paths with it.
+RUN apt-get update \
+    && apt-get install --yes --no-install-recommends git \
+    && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 drydock \
     && useradd --system --uid 10001 --gid drydock --home-dir /home/drydock --create-home --shell /usr/sbin/nologin drydock
 COPY --from=dependencies /opt/venv /opt/venv
