@@ -196,7 +196,7 @@ async def receive_pack(
         try:
             paths = await ctx.mirrors.changed_paths(repository, authorization, decoded, push)
         except InspectionFailed as error:
-            log.error("push inspection failed", thread_id=grant.thread_id, repository=repository, error=str(error))
+            log.error("push inspection failed", thread_id=grant.thread_id, repository=repository, error=describe(error))
             return refusal("git", 502, "push refused: the proxy could not inspect it for protected paths; try again")
         spec = PathSpec.from_lines("gitignore", patterns)
         protected = tuple(sorted(path for path in paths if spec.match_file(path)))

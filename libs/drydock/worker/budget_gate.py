@@ -23,6 +23,7 @@ from drydock.budgets import ActiveRuns, Grant, Limits, Reached, SpendCheck
 from drydock.budgets.reached import dollars
 from drydock.bus.envelopes import Channel, InboxMessage
 from drydock.errors import describe
+from drydock.infra.cancellation import pause
 from drydock.threads.continuation import Continuations, asks_to_continue, grant_for
 from drydock.threads.fields import AUTHOR, OWNER
 from drydock.threads.inbox import StoredMessage
@@ -186,7 +187,7 @@ class BudgetGate:
 
     async def _renew(self, thread_id: str, limits: Limits) -> None:
         while True:
-            await asyncio.sleep(self.active.renew_every)
+            await pause(self.active.renew_every)
             try:
                 await self.active.claim(thread_id, None)
             except Exception as error:
