@@ -10,7 +10,9 @@ import pytest
 from redis.asyncio import Redis
 
 from drydock.autofix.leadership import Lead, Leadership, Term
-from drydock.infra.redis import Keys
+from drydock.config import Settings
+from drydock.infra.embedded import EmbeddedServer
+from drydock.infra.redis import Keys, redis_client
 
 TTL = timedelta(milliseconds=600)
 
@@ -92,3 +94,24 @@ class TestLeadership:
         with pytest.raises(RuntimeError, match="consumer broke"):
             await replica(redis, keys, "a").run(failing, stop=asyncio.Event())
         assert await redis.get(keys.autofix_leader()) is None, "the lease is released"
+
+    async def test_a_leader_whose_redis_stops_answering_ends_its_term_within_the_ttl(
+        self, settings: Settings, own_valkey: EmbeddedServer, keys: Keys
+    ) -> None:
+        # A retrying client keeps a renewal waiting for seconds; the term still ends in time.
+        client = redis_client(settings.redis, own_valkey.url, decode_responses=True)
+        ttl = timedelta(milliseconds=1200)
+        tenure, stop = Tenure(), asyncio.Event()
+        task = asyncio.create_task(Leadership(client, keys, owner="a", ttl=ttl).run(tenure.lead("a"), stop=stop))
+        loop = asyncio.get_running_loop()
+        try:
+            await tenure.started.wait()
+            await own_valkey.stop()
+            stopped_at = loop.time()
+            await until(lambda: not tenure.leading)
+            assert loop.time() - stopped_at <= ttl.total_seconds() + 0.3
+        finally:
+            stop.set()
+            task.cancel()
+            await asyncio.wait([task])
+            await client.aclose()

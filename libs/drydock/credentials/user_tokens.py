@@ -17,6 +17,7 @@ import structlog
 from redis.asyncio import Redis
 
 from drydock.credentials.cipher import CipherError, SecretCipher
+from drydock.infra.compare_and_set import StringSwap
 from drydock.infra.redis import Keys
 
 if TYPE_CHECKING:
@@ -26,13 +27,6 @@ log = structlog.get_logger(__name__)
 
 PROVIDER = "github"
 
-# Replace the ciphertext only if no one changed it since it was read; keep the record's TTL.
-_SWAP = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
-return 1
-"""
-
 
 class UserTokens:
     """Users' GitHub OAuth tokens, one per Drydock user."""
@@ -41,7 +35,7 @@ class UserTokens:
         self._redis = redis
         self._keys = keys
         self._cipher = cipher
-        self._swap = redis.register_script(_SWAP)
+        self._swap = StringSwap(redis)
 
     def _key(self, user_id: str) -> str:
         if not user_id:
@@ -94,7 +88,7 @@ class UserTokens:
             except CipherError:
                 log.warning("stored user token undecryptable with the configured keys", key=key)
                 continue
-            if await self._swap(keys=[key], args=[ciphertext, fresh]):
+            if await self._swap(key, ciphertext, fresh):
                 rewritten += 1
         return rewritten
 

@@ -15,16 +15,10 @@ from redis.asyncio import Redis
 
 from drydock.credentials.cipher import CipherError, SecretCipher
 from drydock.credentials.upstream_token import UpstreamToken
+from drydock.infra.compare_and_set import StringSwap
 from drydock.infra.redis import Keys
 
 log = structlog.get_logger(__name__)
-
-# Replace the ciphertext only if no one changed it since it was read; keep the record's TTL.
-_SWAP = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
-return 1
-"""
 
 
 class TokenVault:
@@ -34,7 +28,7 @@ class TokenVault:
         self._redis = redis
         self._keys = keys
         self._cipher = cipher
-        self._swap = redis.register_script(_SWAP)
+        self._swap = StringSwap(redis)
 
     async def put(self, digest: str, token: UpstreamToken) -> None:
         """Store ``token`` for the grant; the record expires when the token does."""
@@ -74,6 +68,6 @@ class TokenVault:
                 # Written under a key no longer configured: unreadable, and gone when the token expires.
                 log.warning("stored token undecryptable with the configured keys", key=key)
                 continue
-            if await self._swap(keys=[key], args=[ciphertext, fresh]):
+            if await self._swap(key, ciphertext, fresh):
                 rewritten += 1
         return rewritten

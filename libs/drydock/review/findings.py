@@ -15,9 +15,7 @@ comes back is a new finding.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import random
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -31,6 +29,7 @@ from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 from redis.exceptions import WatchError
 
+from drydock.infra.compare_and_set import back_off
 from drydock.infra.redis import Keys
 from drydock.review.diff import Side
 
@@ -231,7 +230,7 @@ class FindingStore:
                     )
                     await pipe.execute()
                 except WatchError:
-                    await _back_off(pipe, attempt)
+                    await back_off(pipe, attempt)
                     continue
                 await self._touch()
                 return Added(finding, created=True)
@@ -271,7 +270,7 @@ class FindingStore:
                     pipe.hset(self._key, mapping={f"f:{finding.id}": finding.model_dump_json() for finding in updated})
                     await pipe.execute()
                 except WatchError:
-                    await _back_off(pipe, attempt)
+                    await back_off(pipe, attempt)
                     continue
                 await self._touch()
                 return updated
@@ -280,11 +279,6 @@ class FindingStore:
     async def _touch(self) -> None:
         """Note the thread in its repository's index of reviews (the analyzer reads outcomes there)."""
         await self._redis.zadd(self._keys.repository_reviews(self.host, self.repository), {self.thread_id: time.time()})
-
-
-async def _back_off(pipe: Pipeline, attempt: int) -> None:
-    await pipe.reset()
-    await asyncio.sleep(random.uniform(0, min(0.05, 0.001 * 2 ** min(attempt, 6))))
 
 
 def close(finding: Finding, status: FindingStatus, *, note: str | None, by: str, head_sha: str | None) -> Finding:

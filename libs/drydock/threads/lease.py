@@ -1,8 +1,7 @@
 """The per-thread lease: at most one worker runs a thread at a time.
 
-A lease lives in Redis with a TTL and is renewed while its run lives. Each acquisition takes
-a new fencing token from a per-thread counter that only grows, so a write stamped with an
-older token can be recognised and refused after the lease has moved on.
+A lease is the fenced lease of :mod:`drydock.infra.lease` on the thread's key, renewed while its
+run lives; its fence lets a write stamped by an older holder be refused.
 
 Held leases are also indexed by expiry (:meth:`Keys.leases_held`): a lease that expires without
 being released belongs to a holder that died mid-run, and the sweeper
@@ -22,28 +21,10 @@ import structlog
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from drydock.errors import describe
-from drydock.infra.cancellation import pause
+from drydock.infra.lease import FencedLeases, keep_renewed, token
 from drydock.infra.redis import Keys
 
 log = structlog.get_logger(__name__)
-
-_ACQUIRE = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-local fence = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], ARGV[1] .. '|' .. fence, 'PX', ARGV[2])
-return fence
-"""
-
-_RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0
-"""
-
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 
 class LeaseBusy(RuntimeError):
@@ -62,7 +43,7 @@ class Lease:
 
     @property
     def token(self) -> str:
-        return f"{self.owner}|{self.fence}"
+        return token(self.owner, self.fence)
 
 
 class Leases:
@@ -70,26 +51,19 @@ class Leases:
         self._redis = redis
         self._keys = keys
         self.ttl = ttl
-        self._ttl_ms = str(int(ttl.total_seconds() * 1000))
-        self._acquire = redis.register_script(_ACQUIRE)
-        self._renew = redis.register_script(_RENEW)
-        self._release = redis.register_script(_RELEASE)
+        self._leases = FencedLeases(redis, ttl=ttl)
 
     async def acquire(self, thread_id: str, owner: str) -> Lease | None:
         """Take the lease if nobody holds it; ``None`` if someone does."""
-        if "|" in owner:
-            raise ValueError("an owner name cannot contain '|'")
-        fence = await self._acquire(
-            keys=[self._keys.lease(thread_id), self._keys.lease_fence(thread_id)], args=[owner, self._ttl_ms]
-        )
-        if not fence:
+        fence = await self._leases.acquire(self._keys.lease(thread_id), self._keys.lease_fence(thread_id), owner)
+        if fence is None:
             return None
         await self._index(thread_id)
-        return Lease(thread_id, owner, int(fence))
+        return Lease(thread_id, owner, fence)
 
     async def renew(self, lease: Lease) -> bool:
         """Extend the lease by its TTL; False if it is no longer ours."""
-        renewed = bool(await self._renew(keys=[self._keys.lease(lease.thread_id)], args=[lease.token, self._ttl_ms]))
+        renewed = await self._leases.renew(self._keys.lease(lease.thread_id), lease.token)
         if renewed:
             await self._index(lease.thread_id)
         return renewed
@@ -99,11 +73,11 @@ class Leases:
         # Out of the index first: a crash between the two leaves an expiring lease that nobody
         # sweeps, and the unacknowledged wake's redelivery still covers the thread.
         await self._redis.zrem(self._keys.leases_held(), lease.thread_id)
-        return bool(await self._release(keys=[self._keys.lease(lease.thread_id)], args=[lease.token]))
+        return await self._leases.release(self._keys.lease(lease.thread_id), lease.token)
 
     async def _index(self, thread_id: str) -> None:
         # The index is global, so it cannot share the per-thread script's Redis Cluster slot.
-        expires_ms = int(time.time() * 1000) + int(self._ttl_ms)
+        expires_ms = int(time.time() * 1000) + self._leases.ttl_ms
         await self._redis.zadd(self._keys.leases_held(), {thread_id: expires_ms})
 
     def hold(self, thread_id: str, owner: str) -> HeldLease:
@@ -139,27 +113,10 @@ class HeldLease:
         return lease
 
     async def _keep_renewed(self, lease: Lease) -> None:
-        ttl = self._leases.ttl.total_seconds()
-        interval = ttl / 3
-        valid_until = time.monotonic() + ttl
-        # Give up slightly before the TTL so that no other worker can already hold it.
-        margin = min(interval / 2, 1.0)
-        while True:
-            await pause(min(interval, max(0.0, valid_until - time.monotonic())))
-            try:
-                # The client retries a lost connection for seconds; a renewal still retrying when
-                # the lease runs out must not keep the block running past it.
-                bound = max(0.01, valid_until - margin - time.monotonic())
-                if not await asyncio.wait_for(self._leases.renew(lease), bound):
-                    break
-                valid_until = time.monotonic() + ttl
-            except (RedisError, OSError) as error:
-                log.warning("lease renewal failed", thread_id=lease.thread_id, error=describe(error))
-                if time.monotonic() >= valid_until - margin:
-                    break
-                await asyncio.sleep(min(0.2, interval / 4))
+        await keep_renewed(
+            lambda: self._leases.renew(lease), self._leases.ttl, log.bind(thread_id=lease.thread_id, fence=lease.fence)
+        )
         self.lost = True
-        log.warning("lease lost", thread_id=lease.thread_id, fence=lease.fence)
         if self._task is not None:
             self._task.cancel(msg="lease lost")
 

@@ -8,14 +8,13 @@ the thread index (:mod:`drydock.threads.index`) in the same script, so no thread
 
 from __future__ import annotations
 
-import asyncio
-import random
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from redis.asyncio import Redis
 from redis.exceptions import WatchError
 
+from drydock.infra.compare_and_set import back_off
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.threads.fields import KIND
@@ -158,8 +157,7 @@ class ThreadMetadataStore:
                         pipe.hdel(key, *to_delete)
                     await pipe.execute()
                 except WatchError:
-                    await pipe.reset()
-                    await asyncio.sleep(random.uniform(0, min(0.05, 0.001 * 2 ** min(attempt, 6))))
+                    await back_off(pipe, attempt)
                     continue
                 for name in to_delete:
                     current.pop(name, None)
