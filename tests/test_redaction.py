@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 import structlog.testing
+from cryptography.fernet import Fernet
 from pydantic import SecretStr
 
 from drydock.config import CryptoSettings, RedisSettings, Settings, SlackSettings
@@ -72,11 +73,12 @@ class TestCredentialContext:
 
 class TestDrydocksOwnSecrets:
     def test_every_secret_setting_and_crypto_key_is_redacted_by_its_exact_value(self) -> None:
+        newest, older = Fernet.generate_key().decode(), Fernet.generate_key().decode()
         settings = Settings(
             slack=SlackSettings(bot_token=SecretStr("plain-looking-bot-token"), signing_secret=SecretStr("signing00")),
-            crypto=CryptoSettings(keys=[SecretStr("fernet-key-number-one"), SecretStr("fernet-key-number-two")]),
+            crypto=CryptoSettings(keys=[SecretStr(newest), SecretStr(older)]),
         )
-        text = "values: plain-looking-bot-token, signing00, fernet-key-number-two"
+        text = f"values: plain-looking-bot-token, signing00, {older}"
 
         redacted = Redactor.from_settings(settings).redact(text, where="t")
 
