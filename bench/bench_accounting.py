@@ -17,6 +17,7 @@ from __future__ import annotations
 import uuid
 
 import structlog
+from cryptography.fernet import Fernet
 from langchain_core.messages import AIMessage
 
 from bench.harness import measure, report
@@ -60,7 +61,7 @@ async def main() -> None:
             redis={"url": urls.redis},
             github={"webhook_secret": "bench-github-webhook-secret"},
             slack={"bot_token": "xoxb-bench-0000", "signing_secret": "bench-signing"},
-            crypto={"keys": ["bench-fernet-key-" + "k" * 27]},
+            crypto={"keys": [Fernet.generate_key().decode()]},
         )
         redis = await connect_redis(settings.redis)
         try:
