@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage
 from bench.harness import measure, report
 from drydock.budgets import Limits, SpendCheck
 from drydock.config import load_settings
-from drydock.infra.embedded import embedded_infrastructure
+from drydock.embedded import embedded_infrastructure
 from drydock.infra.redis import Keys, connect_redis
 from drydock.model_catalog import PriceTable
 from drydock.redaction import Redactor

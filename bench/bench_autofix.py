@@ -54,7 +54,7 @@ from drydock.bus.envelopes import Channel
 from drydock.bus.streams import AUTOFIX_CONSUMER, EVENTS_STREAM, GITHUB_STREAM
 from drydock.channels.github.client import GithubClient
 from drydock.config import load_settings
-from drydock.infra.embedded import embedded_infrastructure, free_port
+from drydock.embedded import embedded_infrastructure, free_port
 from drydock.infra.redis import Keys, connect_redis
 from drydock.roles import Role
 from drydock.threads.fields import OWNER, REPLY_TO, REPOSITORY

@@ -56,7 +56,7 @@ from redis.exceptions import RedisError
 from drydock.bus import EventType, RunEvent
 from drydock.bus.subjects import EVENT
 from drydock.config import LeaseSettings, LogFormat, LogSettings, NatsSettings, WorkerSettings
-from drydock.infra.embedded import free_port
+from drydock.embedded import free_port
 from drydock.telemetry.logging import configure_logging
 from drydock.threads import ids
 from drydock.threads.stops import StopRequests

@@ -15,7 +15,7 @@ from datetime import timedelta
 from bench.harness import Figures, measure, report
 from drydock.bus import Author, Bus, Channel, InboxMessage, ReplyAddress, connect_nats, provision, topology
 from drydock.config import load_settings
-from drydock.infra.embedded import embedded_infrastructure
+from drydock.embedded import embedded_infrastructure
 from drydock.infra.redis import Keys, connect_redis
 from drydock.threads import Inbox, Leases
 

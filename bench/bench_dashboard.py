@@ -34,7 +34,7 @@ from bench.harness import Figures, report
 from drydock.accounts import AccountsStore, RepositorySettings
 from drydock.bus import Bus, EventType, RunEvent, connect_nats
 from drydock.config import load_settings
-from drydock.infra.embedded import EmbeddedUrls, embedded_infrastructure, free_port
+from drydock.embedded import EmbeddedUrls, embedded_infrastructure, free_port
 from drydock.infra.redis import Keys, connect_redis
 from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role

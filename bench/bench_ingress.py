@@ -45,7 +45,7 @@ from bench.harness import Figures, report
 from drydock.accounts import AccountsStore, RepositorySettings, TeamDefaults
 from drydock.cli import event_loop_factory
 from drydock.config import load_settings
-from drydock.infra.embedded import EmbeddedUrls, embedded_infrastructure, free_port
+from drydock.embedded import EmbeddedUrls, embedded_infrastructure, free_port
 from drydock.infra.redis import Keys, connect_redis
 from tests.fakes import signing
 from tests.fakes.github import webhooks

@@ -29,7 +29,7 @@ from cryptography.fernet import Fernet
 from bench.harness import Figures, measure, report
 from drydock.config import Settings, load_settings
 from drydock.credentials import ProxyCredentials, digest
-from drydock.infra.embedded import embedded_infrastructure, free_port
+from drydock.embedded import embedded_infrastructure, free_port
 from drydock.roles import Role
 from drydock.runtime import open_runtime
 from drydock.sandbox.handle import Isolation, SandboxHandle

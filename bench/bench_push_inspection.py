@@ -21,7 +21,7 @@ from drydock.accounts import AccountsStore
 from drydock.accounts.models import RepositorySettings
 from drydock.config import load_settings
 from drydock.credentials import ProxyCredentials
-from drydock.infra.embedded import embedded_infrastructure
+from drydock.embedded import embedded_infrastructure
 from drydock.roles import Role
 from drydock.runtime import open_runtime
 from drydock.sandbox.handle import Isolation, SandboxHandle

@@ -16,7 +16,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from drydock.config import load_settings
-from drydock.infra.embedded import embedded_infrastructure
+from drydock.embedded import embedded_infrastructure
 from drydock.infra.redis import Batch, BatchConnections, Keys, Queue, redis_client
 
 CALLS = 5000

@@ -32,9 +32,9 @@ from drydock.channels.outbound import Outbound
 from drydock.checkpoints import open_checkpointer
 from drydock.config import Settings, load_settings
 from drydock.credentials.user_tokens import app_authorization
+from drydock.embedded import embedded_infrastructure
 from drydock.graphs.inputs import AgentInputs
 from drydock.graphs.reviewer import make_reviewer
-from drydock.infra.embedded import embedded_infrastructure
 from drydock.infra.redis import Keys, connect_redis
 from drydock.middleware import RunLimits
 from drydock.models import Models
@@ -43,8 +43,9 @@ from drydock.review.target import ReviewTargets, fetch_target
 from drydock.roles import Role
 from drydock.sandbox.failures import SandboxFailures
 from drydock.threads import Inbox
+from drydock.threads.scope import ThreadScope
 from drydock.tools import REVIEWER_TOOLS, build_tools
-from drydock.tools.context import ThreadScope, ToolContext
+from drydock.tools.context import ToolContext
 from tests.fakes.github import FakeGitHub, webhooks
 from tests.fakes.github.activity import activity_of
 from tests.fakes.github.reviews import PullFile, reviews_of, set_files

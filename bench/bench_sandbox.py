@@ -28,7 +28,7 @@ from cryptography.fernet import Fernet
 import drydock
 from bench.harness import Figures, measure, report
 from drydock.config import SandboxSettings, load_settings
-from drydock.infra.embedded import embedded_infrastructure
+from drydock.embedded import embedded_infrastructure
 from drydock.infra.redis import Keys, connect_redis
 from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role

@@ -13,7 +13,7 @@ import time
 
 from bench.harness import Figures, measure, report
 from drydock.config import load_settings
-from drydock.infra.embedded import embedded_infrastructure
+from drydock.embedded import embedded_infrastructure
 from drydock.infra.redis import Keys, connect_redis
 from drydock.sandbox.providers.kubernetes.warm_pool_store import WarmPoolStore
 

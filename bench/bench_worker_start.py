@@ -17,7 +17,7 @@ import uuid
 from drydock.bus import Bus, Wake, connect_nats, provision, topology
 from drydock.bus.streams import RUNS_STREAM, run_consumer
 from drydock.config import load_settings
-from drydock.infra.embedded import embedded_infrastructure, free_port
+from drydock.embedded import embedded_infrastructure, free_port
 from drydock.roles import Role
 
 RUNS = 5

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.async_api import Browser, Page, Request, expect
 
-from drydock.infra.embedded import free_port
+from drydock.embedded import free_port
 from integration.browser import chromium, screenshot
 from tests.e2e.pipeline import REPOSITORY, pipeline
 from tests.fakes.openai_server import Script

@@ -33,7 +33,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from redis.asyncio import Redis
 
 from drydock.config import KubernetesSandboxSettings, SandboxSettings
-from drydock.infra.embedded import embedded_infrastructure
+from drydock.embedded import embedded_infrastructure
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import ServerKeys
 from drydock.sandbox.backend import SandboxBackend

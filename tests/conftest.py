@@ -16,7 +16,7 @@ from redis.asyncio import Redis
 
 from drydock.bus import Bus, connect_nats, provision, topology
 from drydock.config import Settings, load_settings
-from drydock.infra.embedded import EmbeddedServer, EmbeddedUrls, embedded_infrastructure, valkey_server
+from drydock.embedded import EmbeddedServer, EmbeddedUrls, embedded_infrastructure, valkey_server
 from drydock.infra.redis import Keys, connect_redis
 from drydock.infra.server_keys import ServerKeys
 

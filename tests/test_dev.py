@@ -16,7 +16,7 @@ from redis.asyncio import Redis
 
 from drydock.config import SandboxSettings
 from drydock.dev import dev_data_dir, prepare_dev_data_dir
-from drydock.infra.embedded import free_port
+from drydock.embedded import free_port
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import ServerKeys
 from drydock.sandbox.providers.local import DIRECTORY_LABEL, PID_LABEL, LocalProvider

@@ -13,8 +13,8 @@ from redis.asyncio import Redis
 from drydock.bus import Bus
 from drydock.cli import run_service
 from drydock.config import Settings
+from drydock.embedded import free_port
 from drydock.http import ListenError
-from drydock.infra.embedded import free_port
 from drydock.infra.redis import Keys
 from drydock.runtime import Runtime
 from drydock.services import Service

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from drydock import services
-from drydock.infra.embedded import EmbeddedUrls, free_port
+from drydock.embedded import EmbeddedUrls, free_port
 
 WORKERS = 2
 DELIVERIES = 40

@@ -21,8 +21,8 @@ from redis.asyncio import Redis
 
 from drydock.bus import Bus
 from drydock.config import Environment, HttpSettings, Settings
+from drydock.embedded import free_port
 from drydock.http import DirectRoute, ListenError, create_app, serve
-from drydock.infra.embedded import free_port
 from drydock.infra.redis import Keys
 from drydock.runtime import Runtime
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from cryptography.fernet import Fernet
 
 from drydock.bus.permissions import nats_authorization, service_permissions
-from drydock.infra.embedded import REDIS_USER
+from drydock.embedded import REDIS_USER
 from tools.helm import HelmUnavailable, install
 
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -36,7 +36,7 @@ from drydock.bus import EventType, RunEvent, subjects
 from drydock.bus.permissions import PROVISIONER
 from drydock.bus.streams import EVENTS_STREAM
 from drydock.config import load_settings
-from drydock.infra.embedded import REDIS_USER
+from drydock.embedded import REDIS_USER
 from drydock.runtime import Runtime, open_runtime
 from drydock.threads.fields import SANDBOX_ID
 from drydock.threads.metadata import ThreadMetadataStore

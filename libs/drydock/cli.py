@@ -23,9 +23,9 @@ from drydock.bus.asyncapi import asyncapi_document
 from drydock.bus.permissions import nats_authorization, password_variables
 from drydock.config import ConfigError, Environment, Settings, load_settings, unknown_variables
 from drydock.configuration_report import configuration_report
+from drydock.embedded import EmbeddedServerError
 from drydock.errors import describe
 from drydock.http import ListenError, run_with_health
-from drydock.infra.embedded import EmbeddedServerError
 from drydock.infra.redis import StoreUnavailable
 from drydock.runtime import Runtime, open_runtime
 from drydock.telemetry import configure_logging

@@ -32,8 +32,8 @@ from drydock import services
 from drydock.bus.permissions import PROVISIONER
 from drydock.config import Settings
 from drydock.configuration_report import missing
+from drydock.embedded import EmbeddedUrls, embedded_infrastructure
 from drydock.errors import describe, without_password
-from drydock.infra.embedded import EmbeddedUrls, embedded_infrastructure
 from drydock.infra.server_keys import ServerKeys
 from drydock.runtime import Runtime, open_runtime
 from drydock.sandbox.providers.local import LocalProvider

@@ -5,12 +5,12 @@ scheduled continual refinement; DESIGN.md section 6)."""
 from __future__ import annotations
 
 from drydock import model_catalog
-from drydock.review.preparation import ANALYZER_HOOKS
 from drydock.roles import Role
 from drydock.runtime import Runtime
 from drydock.services import Service
 from drydock.tools import ANALYZER_TOOLS
 from drydock.worker.agent_worker import agent_worker
+from drydock.worker.review_roles import ANALYZER_HOOKS
 
 
 async def run(runtime: Runtime) -> None:

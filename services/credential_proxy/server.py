@@ -1,6 +1,6 @@
 """Both listeners of the credential proxy on one runtime: the reverse proxy (git, API, health)
 and the egress forward proxy, each on a TCP port and on a Unix socket in ``proxy.socket_dir``
-(which local sandboxes reach through their relay; see :mod:`drydock.credentials.proxy_sockets`)."""
+(which local sandboxes reach through their relay; see :mod:`drydock.sandbox.proxy_sockets`)."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ import structlog
 from aiohttp import web
 from redis.exceptions import RedisError
 
-from drydock.credentials.proxy_sockets import (
+from drydock.errors import describe
+from drydock.runtime import Runtime
+from drydock.sandbox.proxy_sockets import (
     EGRESS_SOCKET,
     REVERSE_SOCKET,
     prepare_socket_directory,
     socket_directory,
 )
-from drydock.errors import describe
-from drydock.runtime import Runtime
 from services.credential_proxy.app import create_app
 from services.credential_proxy.context import ProxyContext, proxy_context
 from services.credential_proxy.egress import HEAD_LIMIT, EgressProxy

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from drydock.accounts import AccountsStore, LinkCodes, Outcome, Provider
 from drydock.autofix.commands import parse_command
 from drydock.bus.envelopes import Author, Channel, GithubEvent, InboxMessage, ReplyAddress, Trigger
+from drydock.channels.commands import is_approve_command
 from drydock.channels.intents import (
     BranchPush,
     Forward,
@@ -42,7 +43,7 @@ from drydock.channels.intents import (
 from drydock.channels.text import link_command, mentions, model_request_in, repository_in
 from drydock.model_catalog import ModelCatalog, ModelChoice, ModelError
 from drydock.roles import Role
-from drydock.threads import approvals, ids
+from drydock.threads import ids
 from drydock.threads.fields import EFFORT, MODEL, new_thread_fields
 from drydock.threads.metadata import Changes
 from drydock.threads.pr_records import branch_short_id
@@ -248,7 +249,7 @@ class Routing:
         if (
             existing
             and self._owner_commands is not None
-            and approvals.parse_command(
+            and is_approve_command(
                 intent.text if intent.own_words is None else intent.own_words, handle, addressed=intent.addressed
             )
         ):

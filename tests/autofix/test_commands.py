@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from drydock.autofix.commands import looks_like_command, parse_command
+from drydock.autofix.commands import parse_command
 from drydock.autofix.policy import OverrideState
+from drydock.channels.commands import looks_like_autofix_command
 
 
 class TestCommand:
@@ -18,7 +19,7 @@ class TestCommand:
         ],
     )
     def test_the_whole_comment_is_the_command(self, text: str, state: OverrideState) -> None:
-        assert looks_like_command(text)
+        assert looks_like_autofix_command(text)
         assert parse_command(text, "@drydock") is state
 
     @pytest.mark.parametrize(
@@ -35,6 +36,6 @@ class TestCommand:
         assert parse_command(text, "@drydock") is None
 
     def test_another_handle_is_not_ours(self) -> None:
-        assert looks_like_command("@someone autofix off")
+        assert looks_like_autofix_command("@someone autofix off")
         assert parse_command("@someone autofix off", "@drydock") is None
         assert parse_command("@bot autofix on", "@bot") is OverrideState.ON

@@ -29,8 +29,9 @@ from drydock.credentials import ProxyCredentials
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.runtime import Runtime
+from drydock.threads.scope import ThreadScope
 from drydock.tools import build_tools
-from drydock.tools.context import ThreadScope, ToolContext
+from drydock.tools.context import ToolContext
 from services.credential_proxy.policy import confidence_denial, is_api_push
 from services.credential_proxy.server import Listening, serving
 from tests.autofix.conftest import REPO

@@ -37,7 +37,7 @@ from drydock.bus.permissions import (
 from drydock.bus.streams import EVENTS_STREAM, INBOX_STREAM, RUNS_STREAM, run_consumer
 from drydock.bus.subjects import MAX_DELIVERIES_ADVISORY
 from drydock.config import NatsSettings, SnapshotSettings
-from drydock.infra.embedded import EmbeddedServer, EmbeddedUrls, free_port, nats_server_binary
+from drydock.embedded import EmbeddedServer, EmbeddedUrls, free_port, nats_server_binary
 from drydock.roles import Role
 from services.dashboard.threads.events import ThreadEvents
 

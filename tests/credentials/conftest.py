@@ -14,7 +14,7 @@ from redis.asyncio import Redis
 from drydock.bus import Bus
 from drydock.config import Settings, load_settings
 from drydock.credentials import ProxyCredentials
-from drydock.infra.embedded import EmbeddedUrls
+from drydock.embedded import EmbeddedUrls
 from drydock.infra.redis import Keys
 from drydock.runtime import Runtime
 from services.credential_proxy.server import Listening, serving

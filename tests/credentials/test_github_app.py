@@ -15,8 +15,8 @@ import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from drydock.channels.github.app_jwt import AppKeyError, app_jwt, load_app_key
 from drydock.credentials import GitHubAppTokens, TokenMintError
-from drydock.credentials.app_jwt import AppKeyError, app_jwt, load_app_key
 from tests.credentials.conftest import REPOSITORY
 from tests.fakes.github import App, FakeGitHub
 

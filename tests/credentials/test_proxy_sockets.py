@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from drydock.credentials.proxy_sockets import (
+from drydock.sandbox.proxy_sockets import (
     EGRESS_SOCKET,
     REVERSE_SOCKET,
     SocketDirectoryRefused,

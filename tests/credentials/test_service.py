@@ -20,7 +20,7 @@ from drydock import services
 from drydock.bus import Bus
 from drydock.config import Settings
 from drydock.credentials import SecretCipher, TokenVault, UpstreamToken
-from drydock.infra.embedded import EmbeddedUrls, free_port
+from drydock.embedded import EmbeddedUrls, free_port
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import MissingServerKeys
 from drydock.runtime import Runtime

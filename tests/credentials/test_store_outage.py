@@ -15,7 +15,7 @@ from redis.asyncio import Redis
 from drydock.bus import Bus
 from drydock.config import Settings
 from drydock.credentials import ProxyCredentials
-from drydock.infra.embedded import EmbeddedServer
+from drydock.embedded import EmbeddedServer
 from drydock.infra.redis import Keys, connect_redis
 from drydock.roles import Role
 from drydock.runtime import Runtime

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 
 from drydock.config import HttpSettings
+from drydock.embedded import free_port
 from drydock.http import create_app, serve
-from drydock.infra.embedded import free_port
 from drydock.runtime import Runtime
 from services.dashboard import router
 from tests.fakes.github import App, FakeGitHub

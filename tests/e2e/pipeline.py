@@ -32,10 +32,9 @@ from drydock.bus.streams import EVENTS_STREAM
 from drydock.channels.outbound import Outbound
 from drydock.config import Settings, load_settings
 from drydock.dev import service_settings
+from drydock.embedded import EmbeddedServer, embedded_infrastructure
 from drydock.http import create_app
-from drydock.infra.embedded import EmbeddedServer, embedded_infrastructure
 from drydock.infra.server_keys import ServerKeys
-from drydock.review.preparation import ANALYZER_HOOKS, REVIEWER_HOOKS
 from drydock.roles import Role
 from drydock.runtime import Runtime, open_runtime
 from drydock.sandbox.providers import create_provider
@@ -45,6 +44,7 @@ from drydock.threads.pr_records import PullRequestRecords
 from drydock.tools import ANALYZER_TOOLS, CODER_TOOLS, REVIEWER_TOOLS
 from drydock.worker.agent_runs import RoleHooks
 from drydock.worker.agent_worker import agent_worker
+from drydock.worker.review_roles import ANALYZER_HOOKS, REVIEWER_HOOKS
 from services.autofix_controller.serving import controller_service
 from services.credential_proxy.server import serving
 from services.ingress.accept import Ingress

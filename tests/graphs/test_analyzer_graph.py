@@ -15,7 +15,7 @@ from drydock.review.analysis import Evidence, EvidenceItem
 from drydock.review.checkouts import AnalysisCheckout
 from drydock.roles import Role
 from drydock.skills import SKILLS_ROUTE, skill_files, with_read_only_routes
-from drydock.tools.context import ThreadScope
+from drydock.threads.scope import ThreadScope
 
 SCOPE = ThreadScope("t-1", "run-1", Role.ANALYZER, "acme/widgets", ReplyAddress(channel=Channel.SCHEDULER))
 ITEM = EvidenceItem(id="C7", kind="review_comment", pull_request=3, comment_id=7, body="Use with.")

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from drydock.bus.envelopes import Channel, ReplyAddress
 from drydock.graphs.coder_prompt import coder_prompt
-from drydock.graphs.inputs import Checkout
 from drydock.roles import Role
 from drydock.threads import ids
+from drydock.threads.checkout import Checkout
 from drydock.threads.pr_records import branch_short_id
-from drydock.tools.context import ThreadScope
+from drydock.threads.scope import ThreadScope
 
 THREAD = ids.github_issue("github.com", "acme", "widgets", 7)
 

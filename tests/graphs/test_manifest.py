@@ -27,7 +27,7 @@ from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.failures import SandboxFailures
 from drydock.sandbox.handle import SandboxHandle
 from drydock.threads.inbox import Inbox
-from drydock.tools.context import ThreadScope
+from drydock.threads.scope import ThreadScope
 
 
 def write(tmp_path: Path, content: object) -> Path:

@@ -6,13 +6,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from drydock.bus.envelopes import Channel, ReplyAddress
-from drydock.graphs.inputs import Checkout
 from drydock.graphs.reviewer_prompt import MAX_LISTED_FILES, reviewer_prompt
 from drydock.review.checkouts import ReviewCheckout
 from drydock.review.guidelines import Guideline, GuidelinesVersion, Provenance
 from drydock.review.target import ChangedFile, ReviewTarget
 from drydock.roles import Role
-from drydock.tools.context import ThreadScope
+from drydock.threads.checkout import Checkout
+from drydock.threads.scope import ThreadScope
 
 SCOPE = ThreadScope("t-1", "run-1", Role.REVIEWER, "acme/widgets", ReplyAddress(channel=Channel.GITHUB))
 TARGET = ReviewTarget(

@@ -18,7 +18,7 @@ from drydock.bus import Bus
 from drydock.bus.envelopes import Channel, ReplyAddress
 from drydock.graphs.analyzer import make_analyzer
 from drydock.graphs.coder import make_coder
-from drydock.graphs.inputs import AgentInputs, Checkout
+from drydock.graphs.inputs import AgentInputs
 from drydock.graphs.reviewer import make_reviewer
 from drydock.graphs.subagents import NoSubagents
 from drydock.infra.redis import Keys
@@ -41,8 +41,9 @@ from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.failures import SandboxFailures
 from drydock.sandbox.providers.local import LocalProvider
 from drydock.threads import Inbox
+from drydock.threads.checkout import Checkout
+from drydock.threads.scope import ThreadScope
 from drydock.tools import ANALYZER_TOOLS, CODER_TOOLS, REVIEWER_TOOLS, build_tools
-from drydock.tools.context import ThreadScope
 from tests.fakes.openai_server import Script, ScriptedModelServer
 from tests.graphs.built import Graph, Stacks, model_call_chain, recording, subagent, tool_names
 from tests.middleware.conftest import RecordingNotifier, chat_model, run_config

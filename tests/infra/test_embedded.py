@@ -11,7 +11,7 @@ from pathlib import Path
 from drydock.bus import Bus, EventType, RunEvent, connect_nats, provision, topology
 from drydock.bus.streams import EVENTS_STREAM
 from drydock.config import NatsSettings, RedisSettings
-from drydock.infra.embedded import embedded_infrastructure
+from drydock.embedded import embedded_infrastructure
 from drydock.infra.redis import connect_redis
 
 
@@ -63,7 +63,7 @@ class TestEmbeddedServers:
         script = textwrap.dedent(
             """
             import asyncio, sys
-            from drydock.infra.embedded import embedded_infrastructure
+            from drydock.embedded import embedded_infrastructure
 
             async def main():
                 async with embedded_infrastructure() as urls:

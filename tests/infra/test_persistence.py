@@ -11,7 +11,7 @@ import pytest
 from redis.asyncio import Redis
 
 from drydock.config import Environment, Settings
-from drydock.infra.embedded import valkey_server
+from drydock.embedded import valkey_server
 from drydock.infra.persistence import persistence, require_persistence
 from drydock.infra.redis import StoreUnavailable, connect_redis
 

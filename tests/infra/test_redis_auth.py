@@ -6,7 +6,7 @@ import pytest
 from pydantic import SecretStr
 
 from drydock.config import RedisSettings
-from drydock.infra.embedded import REDIS_USER, EmbeddedUrls
+from drydock.embedded import REDIS_USER, EmbeddedUrls
 from drydock.infra.redis import StoreUnavailable, connect_redis
 
 

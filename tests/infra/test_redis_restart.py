@@ -11,7 +11,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 from drydock.checkpoints import open_checkpointer
 from drydock.config import Settings
-from drydock.infra.embedded import EmbeddedServer
+from drydock.embedded import EmbeddedServer
 from drydock.infra.redis import redis_client
 
 POOLED = 6

@@ -11,7 +11,7 @@ import pytest
 
 from drydock.cli import EXIT_STORE_LOST, provision_store
 from drydock.config import Settings, load_settings
-from drydock.infra.embedded import embedded_infrastructure
+from drydock.embedded import embedded_infrastructure
 from drydock.infra.redis import connect_redis
 from drydock.runtime import open_runtime
 

@@ -21,7 +21,7 @@ from drydock import services
 from drydock.accounts import AccountsStore, RepositorySettings, TeamDefaults
 from drydock.bus import Bus
 from drydock.config import Settings
-from drydock.infra.embedded import free_port
+from drydock.embedded import free_port
 from drydock.infra.redis import Keys
 from drydock.threads import ids
 from drydock.threads.inbox import Inbox

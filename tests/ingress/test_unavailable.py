@@ -21,8 +21,8 @@ from drydock.bus import Bus, connect_nats, provision, topology
 from drydock.bus.streams import INBOX_STREAM
 from drydock.channels.outbound import Outbound
 from drydock.config import Settings
+from drydock.embedded import EmbeddedServer, nats_server, valkey_server
 from drydock.http import create_app
-from drydock.infra.embedded import EmbeddedServer, nats_server, valkey_server
 from drydock.infra.redis import Keys, connect_redis
 from drydock.infra.store_epoch import establish
 from drydock.runtime import Runtime

@@ -18,11 +18,11 @@ import pytest
 from redis.asyncio import Redis
 
 from drydock.config import CredentialProxySettings, SandboxSettings
-from drydock.credentials.proxy_sockets import REVERSE_SOCKET, prepare_socket_directory
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role
 from drydock.sandbox.providers.local import LocalProvider
+from drydock.sandbox.proxy_sockets import REVERSE_SOCKET, prepare_socket_directory
 from drydock.sandbox.records import SandboxRecords
 from drydock.threads.metadata import ThreadMetadataStore
 

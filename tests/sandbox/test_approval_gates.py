@@ -26,7 +26,7 @@ from drydock.bus.envelopes import Channel, ReplyAddress
 from drydock.bus.streams import EVENTS_STREAM
 from drydock.config import SandboxSettings, Settings, load_settings
 from drydock.credentials import ProxyCredentials
-from drydock.infra.embedded import EmbeddedUrls
+from drydock.embedded import EmbeddedUrls
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role

@@ -25,7 +25,7 @@ from redis.asyncio import Redis
 from drydock.bus import Bus
 from drydock.config import SandboxSettings, Settings, load_settings
 from drydock.credentials import ProxyCredentials
-from drydock.infra.embedded import EmbeddedUrls
+from drydock.embedded import EmbeddedUrls
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.runtime import Runtime

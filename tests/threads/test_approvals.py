@@ -1,4 +1,4 @@
-"""The approvals store and the owner's command: plans and held pushes are signed (a record
+"""The approvals store: plans and held pushes are signed (a record
 written or altered without the server key is ignored), revisions are held again, an approval
 of one push names that push only, and only the owner counts."""
 
@@ -12,7 +12,7 @@ from redis.asyncio import Redis
 
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import ServerKeys
-from drydock.threads.approvals import Approvals, PushHold, RefUpdate, State, change_id, is_owner, parse_command
+from drydock.threads.approvals import Approvals, PushHold, RefUpdate, State, change_id, is_owner
 
 REPOSITORY = "acme/widgets"
 
@@ -28,24 +28,6 @@ def hold_of(thread_id: str, new: str) -> PushHold:
         thread_id, change_id(REPOSITORY, [update]), REPOSITORY, (update,), (".github/workflows/ci.yml",), State.HELD,
         datetime.now(UTC),
     )  # fmt: skip
-
-
-class TestCommand:
-    @pytest.mark.parametrize(
-        ("text", "addressed", "expected"),
-        [
-            ("@drydock approve", False, True),
-            ("@Drydock approve.", False, True),
-            ("<@U0BOT> approve", False, True),
-            ("approve", True, True),
-            ("approve", False, False),
-            ("@drydock approve this and push", False, False),
-            ("@drydock please do not approve", False, False),
-            ("@other approve", False, False),
-        ],
-    )
-    def test_the_whole_message_is_the_command(self, text: str, addressed: bool, expected: bool) -> None:
-        assert parse_command(text, "@drydock", addressed=addressed) is expected
 
 
 class TestOwner:

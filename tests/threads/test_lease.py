@@ -9,7 +9,7 @@ import pytest
 from redis.asyncio import Redis
 
 from drydock.config import Settings
-from drydock.infra.embedded import EmbeddedServer, valkey_server
+from drydock.embedded import EmbeddedServer, valkey_server
 from drydock.infra.redis import Keys, connect_redis, redis_client
 from drydock.threads import Lease, LeaseBusy, LeaseLost, Leases
 

@@ -21,7 +21,8 @@ from drydock.channels.outbound import Outbound
 from drydock.config import Settings, ToolSettings
 from drydock.infra.redis import Keys
 from drydock.roles import Role
-from drydock.tools.context import ThreadScope, ToolContext
+from drydock.threads.scope import ThreadScope
+from drydock.tools.context import ToolContext
 from tests.fakes.loopback import LoopbackServer
 
 RUN_ID = "run-test"

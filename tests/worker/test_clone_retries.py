@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from drydock.infra.embedded import free_port
+from drydock.embedded import free_port
 from drydock.sandbox.backend import CommandResult
 from drydock.worker.clone_retries import CloneUnavailable, clone_with_retries, transient
 from tests.credentials.sandbox_side import clone_attempt

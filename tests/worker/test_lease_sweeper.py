@@ -17,7 +17,7 @@ from drydock.bus import Bus, Wake, connect_nats, provision, topology
 from drydock.bus.streams import RUNS_STREAM, run_consumer
 from drydock.channels.outbound import Outbound
 from drydock.config import Settings, load_settings
-from drydock.infra.embedded import embedded_infrastructure
+from drydock.embedded import embedded_infrastructure
 from drydock.infra.redis import Keys, connect_redis
 from drydock.roles import Role
 from drydock.threads import Inbox, Lease, Leases

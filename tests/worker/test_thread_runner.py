@@ -9,7 +9,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from drydock.bus import Author, Bus, Channel, InboxMessage, ReplyAddress, Trigger, Wake
 from drydock.config import Settings
-from drydock.infra.embedded import EmbeddedServer
+from drydock.embedded import EmbeddedServer
 from drydock.infra.redis import Keys, redis_client
 from drydock.roles import Role
 from drydock.threads import Inbox, Lease, Leases

@@ -16,9 +16,9 @@ from pydantic import BaseModel
 
 from drydock.bus import subjects
 from drydock.bus.envelopes import GithubEvent, RunEvent, Wake
+from drydock.bus.story import tell
 from drydock.config import NatsSettings
 from drydock.errors import describe, without_password
-from drydock.telemetry.story import tell
 from drydock.telemetry.tracing import inject_headers
 
 log = structlog.get_logger(__name__)

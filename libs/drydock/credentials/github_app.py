@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import structlog
 
+from drydock.channels.github.app_jwt import AppBearer
 from drydock.config import GithubSettings
-from drydock.credentials.app_jwt import AppBearer
 from drydock.credentials.upstream_token import UpstreamToken
 from drydock.errors import describe
 from drydock.sandbox.credentials import GrantError

@@ -3,9 +3,9 @@ demand; the prompt says which one this run follows and where the evidence is."""
 
 from __future__ import annotations
 
-from drydock.graphs.inputs import Checkout
 from drydock.review.checkouts import AnalysisCheckout
-from drydock.tools.context import ThreadScope
+from drydock.threads.checkout import Checkout
+from drydock.threads.scope import ThreadScope
 
 EVIDENCE_ROUTE = "/analysis/"
 EVIDENCE_FILE = "/analysis/evidence.json"

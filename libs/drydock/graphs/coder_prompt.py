@@ -3,9 +3,9 @@ files of subdirectories reach the agent when it reads files below them (middlewa
 
 from __future__ import annotations
 
-from drydock.graphs.inputs import Checkout
+from drydock.threads.checkout import Checkout
 from drydock.threads.pr_records import branch_name
-from drydock.tools.context import ThreadScope
+from drydock.threads.scope import ThreadScope
 
 _ROLE = """\
 You are Drydock's coding agent. People ask you for changes in GitHub issues and pull requests, \

@@ -17,18 +17,8 @@ from drydock.middleware import InboxReader, RunLimits, SandboxFailureCounter, So
 from drydock.middleware.protocols import SpendGuard, UsageRecorder
 from drydock.redaction import Redactor
 from drydock.sandbox.backend import SandboxBackend
-from drydock.tools.context import ThreadScope
-
-
-@dataclass(frozen=True)
-class Checkout:
-    """Where the thread's repository is checked out in its sandbox."""
-
-    repository: str
-    path: str
-    default_branch: str | None = None
-    instructions: str | None = None
-    """The text of the repository's root ``AGENTS.md``, when it has one."""
+from drydock.threads.checkout import Checkout
+from drydock.threads.scope import ThreadScope
 
 
 @dataclass(frozen=True)

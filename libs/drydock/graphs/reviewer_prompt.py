@@ -3,10 +3,10 @@ repository's root ``AGENTS.md``, and its current review guidelines."""
 
 from __future__ import annotations
 
-from drydock.graphs.inputs import Checkout
 from drydock.review.checkouts import ReviewCheckout
 from drydock.review.guidelines import render
-from drydock.tools.context import ThreadScope
+from drydock.threads.checkout import Checkout
+from drydock.threads.scope import ThreadScope
 
 MAX_LISTED_FILES = 300
 

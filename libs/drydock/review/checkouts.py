@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drydock.graphs.inputs import Checkout
 from drydock.review.analysis import Evidence
 from drydock.review.guidelines import GuidelinesVersion
 from drydock.review.target import ReviewTarget
+from drydock.threads.checkout import Checkout
 
 
 @dataclass(frozen=True)

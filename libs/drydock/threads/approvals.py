@@ -14,18 +14,17 @@ updates (old and new object ids of every ref). The owner's approval applies to t
 change: the agent's retry of the same push goes through, any other push is inspected anew.
 
 An approval comes from the thread's owner only: a reply ``@drydock approve`` in the source
-channel (:func:`parse_command`), or the dashboard's approve action. Plans and holds are signed
-(:class:`~drydock.infra.server_keys.ServerKeys`, purpose ``approval``), so whoever can write Redis
-cannot forge an approval; a change is re-signed in Python and written with a compare-and-set on
-the old MAC. What the MAC cannot stop is deleting a plan record: the gate is then "no plan
-submitted", which still refuses pushes.
+channel (:func:`drydock.channels.commands.is_approve_command`), or the dashboard's approve
+action. Plans and holds are signed (:class:`~drydock.infra.server_keys.ServerKeys`, purpose
+``approval``), so whoever can write Redis cannot forge an approval; a change is re-signed in
+Python and written with a compare-and-set on the old MAC. What the MAC cannot stop is deleting
+a plan record: the gate is then "no plan submitted", which still refuses pushes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -39,8 +38,6 @@ from drydock.accounts.models import RepositorySettings, UserProfile
 from drydock.accounts.store import AccountsStore
 from drydock.bus import Bus, BusUnavailable, EventType, RunEvent
 from drydock.bus.envelopes import ReplyAddress
-from drydock.channels.slack.reply import APPROVE_ACTION
-from drydock.channels.text import without_mentions
 from drydock.config import Settings
 from drydock.errors import describe
 from drydock.infra.redis import Keys
@@ -54,7 +51,6 @@ HOLD_TTL = timedelta(days=7)
 MAX_HOLDS_LISTED = 20
 ZERO_ID = "0" * 40
 
-_COMMAND = re.compile(r"[,:]?\s*approve\s*[.!]?", re.IGNORECASE)
 
 # KEYS: record. ARGV: the MAC it must still have ('' : it must not exist), ttl ms, field/value pairs.
 _SWAP = """
@@ -66,18 +62,6 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 """
 _SWAP_ATTEMPTS = 5
-
-
-def parse_command(text: str, handle: str, *, addressed: bool = False) -> bool:
-    """Whether ``text`` is the command ``approve`` addressed to the agent: the whole message once
-    mentions of ``handle`` (or Slack's mention of the bot) are removed, in a message that mentions
-    it or is ``addressed`` to it (a direct message); or a press of the Approve button on Slack."""
-    if text.startswith(f"[pressed {APPROVE_ACTION}]"):
-        return addressed
-    rest = without_mentions(text, handle)
-    if rest is None:
-        rest = " ".join(text.split()) if addressed else None
-    return rest is not None and _COMMAND.fullmatch(rest) is not None
 
 
 def plan_required(repository: RepositorySettings | None, owner: UserProfile | None) -> bool:

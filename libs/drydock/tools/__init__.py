@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 
 from langchain_core.tools import BaseTool
 
+from drydock.threads.scope import ThreadScope
 from drydock.tools import (
     add_finding,
     fetch_url,
@@ -31,7 +32,7 @@ from drydock.tools import (
     update_pull_request,
     web_search,
 )
-from drydock.tools.context import ThreadScope, ToolContext
+from drydock.tools.context import ToolContext
 
 ToolFactory = Callable[[ToolContext], BaseTool]
 

@@ -13,29 +13,14 @@ from langchain_core.tools import ToolException
 from redis.asyncio import Redis
 
 from drydock.bus import Bus
-from drydock.bus.envelopes import EventType, ReplyAddress, RunEvent
+from drydock.bus.envelopes import EventType, RunEvent
 from drydock.channels.outbound import Outbound
 from drydock.config import Settings
 from drydock.effects import EffectLedger, Effects
 from drydock.infra.redis import Keys
 from drydock.redaction import Redactor
-from drydock.roles import Role
 from drydock.threads.approvals import PlanGate
-
-
-@dataclass(frozen=True)
-class ThreadScope:
-    """The thread a run acts for."""
-
-    thread_id: str
-    run_id: str
-    role: Role
-    repository: str | None
-    """owner/name on the code host, when the thread has one."""
-    reply_to: ReplyAddress
-    """The conversation the thread came from."""
-    user_id: str | None = None
-    """The Drydock user who started the thread, when the author's account is linked."""
+from drydock.threads.scope import ThreadScope
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ from drydock.checkpoints import DrydockRedisSaver
 from drydock.config import Settings
 from drydock.errors import describe
 from drydock.graphs.entrypoints import with_inputs
-from drydock.graphs.inputs import AgentInputs, Checkout, GraphFactory
+from drydock.graphs.inputs import AgentInputs, GraphFactory
 from drydock.infra.redis import Keys
 from drydock.middleware import EmptyReplies, RunLimits, StopReason, stop_reason
 from drydock.middleware.inbox_injection import inbox_message_id, inbox_message_text
@@ -78,13 +78,15 @@ from drydock.sandbox.snapshots import SnapshotStore
 from drydock.threads import Inbox, Lease
 from drydock.threads.approvals import PlanGate
 from drydock.threads.changes import ThreadChanges, diff_script, parse
+from drydock.threads.checkout import Checkout
 from drydock.threads.continuation import Continuations
 from drydock.threads.fields import EFFORT, MODEL, OWNER, REPLY_TO, REPOSITORY, STATE
 from drydock.threads.metadata import ThreadMetadataStore
+from drydock.threads.scope import ThreadScope
 from drydock.threads.states import ThreadState, ThreadStates
 from drydock.threads.stops import StopRequests
 from drydock.tools import build_tools
-from drydock.tools.context import ThreadScope, ToolContext
+from drydock.tools.context import ToolContext
 from drydock.usage import UsageLedger, UsageRecorder, UsageScope
 from drydock.usage.recorder import METADATA_KEY as USAGE_METADATA_KEY
 from drydock.worker.budget_gate import BudgetGate, RunRefused, paused_notice, stopped_notice

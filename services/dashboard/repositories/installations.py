@@ -12,8 +12,8 @@ from typing import Any, cast
 import httpx
 from redis.asyncio import Redis
 
+from drydock.channels.github.app_jwt import AppBearer
 from drydock.config import Settings
-from drydock.credentials.app_jwt import AppBearer
 from drydock.errors import describe
 from drydock.infra.redis import Keys
 from services.dashboard.errors import BadGateway, Unavailable

@@ -1,7 +1,7 @@
 """The GitHub REST and GraphQL APIs as the Drydock App: comments, reactions, check runs, org
 membership, pull requests and reviews, over ``githubkit``.
 
-Authentication: the App signs a JWT (:mod:`drydock.credentials.app_jwt`) to mint installation
+Authentication: the App signs a JWT (:mod:`drydock.channels.github.app_jwt`) to mint installation
 tokens, which are cached per installation until ``token_refresh_margin`` before they expire;
 a 401 drops the cached token and retries once, and concurrent callers for one installation mint
 once. The repository, pull request and review methods take the ``Authorization`` header from the
@@ -25,8 +25,8 @@ from githubkit import BaseAuthStrategy, GitHub, Response, TokenAuthStrategy
 from githubkit.exception import GraphQLFailed, RequestError, RequestFailed
 
 from drydock.channels.errors import ChannelNotConfigured, OutboundFailed
+from drydock.channels.github.app_jwt import AppBearer
 from drydock.config import GithubSettings
-from drydock.credentials.app_jwt import AppBearer
 
 if TYPE_CHECKING:
     from githubkit import GitHubCore

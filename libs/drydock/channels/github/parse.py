@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from drydock.autofix.commands import looks_like_command
 from drydock.bus.envelopes import Channel, GithubEvent, ReplyAddress
+from drydock.channels.commands import looks_like_autofix_command
 from drydock.channels.errors import MalformedDelivery
 from drydock.channels.intents import (
     BranchPush,
@@ -146,7 +146,7 @@ def _issue_comment(ctx: _Context) -> Delivery:
             url=optional_string(comment, "html_url") or "",
         ),
     )
-    if pull_request and looks_like_command(message.text):
+    if pull_request and looks_like_autofix_command(message.text):
         return ctx.routed(message, _forward(ctx))
     return ctx.routed(message)
 

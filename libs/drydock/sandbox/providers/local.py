@@ -21,7 +21,7 @@ into a sandbox through it.
 Isolation: the daemon runs inside bubblewrap (see :mod:`drydock.sandbox.providers.bubblewrap`),
 the workspace is ``/workspace`` and the sandbox has a network namespace of its own. The only
 thing it reaches is the credential proxy: the daemon relays the proxy URLs' loopback addresses
-inside the namespace to the proxy's Unix sockets (:mod:`drydock.credentials.proxy_sockets`), so
+inside the namespace to the proxy's Unix sockets (:mod:`drydock.sandbox.proxy_sockets`), so
 the proxy must run on the same host and its URLs must name a loopback address.
 
 Without ``bwrap`` on PATH (or with ``local_bubblewrap`` off), creation is refused unless
@@ -54,18 +54,18 @@ import structlog
 
 import drydock
 from drydock.config import CredentialProxySettings, SandboxSettings
-from drydock.credentials.proxy_sockets import (
-    EGRESS_SOCKET,
-    REVERSE_SOCKET,
-    prepare_socket_directory,
-    socket_directory,
-)
 from drydock.sandbox.daemon import protocol
 from drydock.sandbox.daemon.relay import Relay
 from drydock.sandbox.errors import SandboxCreationFailed, SandboxNotFound
 from drydock.sandbox.handle import Isolation, SandboxHandle
 from drydock.sandbox.providers import bubblewrap
 from drydock.sandbox.providers.local_processes import is_running, kill_sandbox, sandbox_ids_running_in, spawn_daemon
+from drydock.sandbox.proxy_sockets import (
+    EGRESS_SOCKET,
+    REVERSE_SOCKET,
+    prepare_socket_directory,
+    socket_directory,
+)
 from drydock.sandbox.records import SandboxRecords
 
 log = structlog.get_logger(__name__)
