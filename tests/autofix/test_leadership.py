@@ -11,7 +11,7 @@ from redis.asyncio import Redis
 
 from drydock.autofix.leadership import Lead, Leadership, Term
 from drydock.config import Settings
-from drydock.infra.embedded import EmbeddedServer
+from drydock.embedded import EmbeddedServer
 from drydock.infra.redis import Keys, redis_client
 
 TTL = timedelta(milliseconds=600)
