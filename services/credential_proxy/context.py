@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import shutil
 import tempfile
 from collections.abc import AsyncIterator
@@ -19,11 +18,10 @@ from aiohttp import web
 from drydock.accounts import AccountsStore
 from drydock.autofix.repairs import Repairs
 from drydock.channels.outbound import Outbound
-from drydock.credentials import CipherError, GrantStore, ProxyCredentials
+from drydock.credentials import GrantStore, ProxyCredentials
 from drydock.credentials.allowlist import Allowlist
 from drydock.infra.server_keys import ServerKeys
 from drydock.runtime import Runtime
-from drydock.telemetry.logging import configuration_gap
 from drydock.threads.approvals import Approvals
 from drydock.threads.metadata import ThreadMetadataStore
 from services.credential_proxy.push_inspection import Mirrors
@@ -35,9 +33,7 @@ log = structlog.get_logger(__name__)
 class ProxyContext:
     runtime: Runtime
     grants: GrantStore
-    credentials: ProxyCredentials | None
-    """``None`` when tokens cannot be stored (no encryption keys); ``disabled`` says why."""
-    disabled: str | None
+    credentials: ProxyCredentials
     session: aiohttp.ClientSession
     git_upstream: str
     api_upstream: str
@@ -67,13 +63,8 @@ async def proxy_context(runtime: Runtime) -> AsyncIterator[ProxyContext]:
     settings = runtime.settings
     server_keys = ServerKeys.from_settings(settings.crypto)
     allowlist = Allowlist(settings.proxy.egress_allowlist)
-    credentials: ProxyCredentials | None = None
-    disabled: str | None = None
-    try:
-        credentials = ProxyCredentials.create(settings, runtime.redis, runtime.keys)
-    except CipherError as error:
-        disabled = str(error)
-        configuration_gap(log, logging.ERROR, "credential proxy cannot inject credentials", reason=disabled)
+    # The keys were checked when the settings loaded and by ServerKeys: the cipher can be built.
+    credentials = ProxyCredentials.create(settings, runtime.redis, runtime.keys)
     session = aiohttp.ClientSession(
         auto_decompress=False,
         skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
@@ -91,7 +82,6 @@ async def proxy_context(runtime: Runtime) -> AsyncIterator[ProxyContext]:
             runtime=runtime,
             grants=GrantStore(runtime.redis, runtime.keys, server_keys, retention=settings.proxy.grant_retention),
             credentials=credentials,
-            disabled=disabled,
             session=session,
             git_upstream=git_upstream,
             api_upstream=settings.github.api_url.rstrip("/"),

@@ -19,9 +19,6 @@ log = structlog.get_logger(__name__)
 
 
 async def upstream_token(ctx: ProxyContext, grant: Grant, route: Route) -> UpstreamToken:
-    if ctx.credentials is None:
-        REQUESTS.labels(route, "unavailable").inc()
-        raise Refused(refusal(route, 503, f"no upstream credentials available: {ctx.disabled}"))
     try:
         return await ctx.credentials.upstream_token(grant)
     except (GrantError, CipherError) as error:

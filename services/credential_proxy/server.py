@@ -48,8 +48,6 @@ class Listening:
 async def _reencrypt(ctx: ProxyContext) -> None:
     """After a key rotation (a new key first in DRYDOCK_CRYPTO_KEYS), move stored tokens to it,
     so that the old key can be retired once every replica has started with the new list."""
-    if ctx.credentials is None:
-        return
     try:
         rewritten = await ctx.credentials.vault.rotate()
     except RedisError as error:

@@ -72,7 +72,7 @@ class TestProcess:
             metrics = await client.get("/metrics")
         assert health.json() == {"status": "ok"}
         assert ready.status_code == 200, ready.text
-        assert ready.json()["checks"] == {"nats": "ok", "redis": "ok", "store": "ok", "credentials": "ok"}
+        assert ready.json()["checks"] == {"nats": "ok", "redis": "ok", "store": "ok"}
         assert "drydock_proxy_requests" in metrics.text
 
 
