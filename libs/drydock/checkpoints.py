@@ -155,13 +155,7 @@ class DrydockRedisSaver(AsyncRedisSaver):
         thread_id: str = config["configurable"]["thread_id"]
         ns: str = config["configurable"].get("checkpoint_ns", "")
         cursor = target.parent_config["configurable"]["checkpoint_id"] if target and target.parent_config else None
-        loaded: dict[str, _Ancestor] = {}
-        while cursor is not None and remaining:
-            if cursor not in loaded:
-                loaded.update(await self._ancestors(thread_id, ns, cursor, remaining))
-                if cursor not in loaded:
-                    break
-            ancestor = loaded[cursor]
+        async for ancestor in self._walk(thread_id, ns, cursor, remaining):
             if ancestor.raw_writes:
                 writes = self._parse_pending_writes(thread_id, ns, ancestor.cid, ancestor.raw_writes)
                 for write in reversed(writes):
@@ -173,7 +167,6 @@ class DrydockRedisSaver(AsyncRedisSaver):
                     if value is not _MISSING:
                         seeds[channel] = value
                         remaining.discard(channel)
-            cursor = ancestor.parent_id
         history: dict[str, DeltaChannelHistory] = {}
         for channel in channels:
             entry: DeltaChannelHistory = {"writes": list(reversed(collected[channel]))}
@@ -181,6 +174,19 @@ class DrydockRedisSaver(AsyncRedisSaver):
                 entry["seed"] = seeds[channel]
             history[channel] = entry
         return history
+
+    async def _walk(self, thread_id: str, ns: str, cursor: str | None, remaining: set[str]) -> AsyncIterator[_Ancestor]:
+        """The ancestors from ``cursor`` back, a page at a time, while ``remaining`` (the delta
+        channels still without a snapshot, which the caller shrinks) is not empty."""
+        loaded: dict[str, _Ancestor] = {}
+        while cursor is not None and remaining:
+            if cursor not in loaded:
+                loaded.update(await self._ancestors(thread_id, ns, cursor, remaining))
+                if cursor not in loaded:
+                    return
+            ancestor = loaded[cursor]
+            yield ancestor
+            cursor = ancestor.parent_id
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``keep_latest``: delete each thread's checkpoints that resuming from its latest one does
@@ -220,18 +226,11 @@ class DrydockRedisSaver(AsyncRedisSaver):
         counters = latest.metadata.get("counters_since_delta_snapshot") or {}
         remaining = set(counters)
         cursor = latest.parent_config["configurable"]["checkpoint_id"] if latest.parent_config else None
-        loaded: dict[str, _Ancestor] = {}
-        while cursor is not None and remaining:
-            if cursor not in loaded:
-                loaded.update(await self._ancestors(thread_id, ns, cursor, remaining))
-                if cursor not in loaded:
-                    break
-            ancestor = loaded[cursor]
-            kept.add(cursor)
+        async for ancestor in self._walk(thread_id, ns, cursor, remaining):
+            kept.add(ancestor.cid)
             for channel in list(remaining):
                 if channel in ancestor.raw_values and self._decode_blob(ancestor.raw_values[channel]) is not _MISSING:
                     remaining.discard(channel)
-            cursor = ancestor.parent_id
         if remaining:
             return 0
         index = self._key_index(thread_id, ns)

@@ -23,8 +23,9 @@ from drydock.channels.slack.reply import APPROVE_BUTTON, Button, SlackReplies
 from drydock.channels.slack.status import SlackStatus
 from drydock.config import Settings
 from drydock.effects import Effects
+from drydock.threads.continuation import CONTINUE_ACTION
 
-CONTINUE_BUTTON = Button(action_id="drydock_continue", text="Continue", value="continue")
+CONTINUE_BUTTON = Button(action_id=CONTINUE_ACTION, text="Continue", value="continue")
 """The button under a budget's pause notice; :mod:`drydock.threads.continuation` reads its press."""
 
 
