@@ -18,6 +18,7 @@ from drydock.http import ListenError
 from drydock.infra.redis import Keys
 from drydock.runtime import Runtime
 from drydock.services import Service
+from tests.waiting import eventually
 
 
 class Worker:
@@ -54,12 +55,14 @@ def service(worker: Worker, *, has_http: bool) -> Service:
 
 async def answering(url: str) -> httpx.Response:
     async with httpx.AsyncClient(trust_env=False) as client:
-        for _ in range(200):
+
+        async def get() -> httpx.Response | None:
             try:
                 return await client.get(url, timeout=1.0)
             except httpx.ConnectError:
-                await asyncio.sleep(0.02)
-    raise AssertionError(f"nothing answered at {url}")
+                return None
+
+        return await eventually(get, what=f"an answer at {url}")
 
 
 async def refused(url: str) -> bool:

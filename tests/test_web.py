@@ -25,6 +25,7 @@ from drydock.embedded import free_port
 from drydock.http import DirectRoute, ListenError, create_app, serve
 from drydock.infra.redis import Keys
 from drydock.runtime import Runtime
+from tests.waiting import eventually
 
 
 async def client_for(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
@@ -189,12 +190,14 @@ class TestKeepAlive:
         http = HttpSettings(port=free_port(), metrics_port=free_port(), keep_alive=timedelta(seconds=1))
         server = asyncio.create_task(serve(create_app("web", runtime_for_web), http))
         try:
-            for _ in range(200):
+
+            async def connected() -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
                 try:
-                    reader, writer = await asyncio.open_connection("127.0.0.1", http.port)
-                    break
+                    return await asyncio.open_connection("127.0.0.1", http.port)
                 except OSError:
-                    await asyncio.sleep(0.02)
+                    return None
+
+            reader, writer = await eventually(connected, what="the server listening")
             writer.write(b"GET /healthz HTTP/1.1\r\nHost: web\r\n\r\n")
             head = await reader.readuntil(b"\r\n\r\n")
             assert head.startswith(b"HTTP/1.1 200")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -13,6 +12,7 @@ from drydock.autofix.leadership import Lead, Leadership, Term
 from drydock.config import Settings
 from drydock.embedded import EmbeddedServer
 from drydock.infra.redis import Keys, redis_client
+from tests.waiting import eventually
 
 TTL = timedelta(milliseconds=600)
 
@@ -42,12 +42,6 @@ class Tenure:
         return run
 
 
-async def until(check: Callable[[], bool], within: float = 5.0) -> None:
-    async with asyncio.timeout(within):
-        while not check():  # noqa: ASYNC110 - polling a plain predicate
-            await asyncio.sleep(0.02)
-
-
 class TestLeadership:
     async def test_one_leads_while_the_other_stands_by(self, redis: Redis, keys: Keys) -> None:
         tenure, stop_a, stop_b = Tenure(), asyncio.Event(), asyncio.Event()
@@ -59,7 +53,7 @@ class TestLeadership:
 
         stop_a.set()
         await a
-        await until(lambda: tenure.leading == {"b"})
+        await eventually(lambda: tenure.leading == {"b"})
         assert [name for name, _ in tenure.terms] == ["a", "b"]
         assert tenure.terms[1][1] > tenure.terms[0][1], "every term has a higher fence"
         stop_b.set()
@@ -71,7 +65,7 @@ class TestLeadership:
         task = asyncio.create_task(leader.run(tenure.lead("a"), stop=stop))
         await tenure.started.wait()
         await redis.set(keys.autofix_leader(), "intruder|999", px=5000)
-        await until(lambda: not tenure.leading)
+        await eventually(lambda: not tenure.leading)
         assert tenure.terms == [("a", tenure.terms[0][1])]
         stop.set()
         await task
@@ -108,7 +102,7 @@ class TestLeadership:
             await tenure.started.wait()
             await own_valkey.stop()
             stopped_at = loop.time()
-            await until(lambda: not tenure.leading)
+            await eventually(lambda: not tenure.leading)
             assert loop.time() - stopped_at <= ttl.total_seconds() + 0.3
         finally:
             stop.set()

@@ -27,23 +27,9 @@ from services.autofix_controller import service
 from services.autofix_controller.consumer import Drop, StreamConsumer
 from services.autofix_controller.serving import ControllerService, controller_service
 from tests.autofix.conftest import World
+from tests.waiting import eventually
 
 T = TypeVar("T")
-
-
-async def until(predicate: Callable[[], bool], *, within: float = 10.0) -> None:
-    async with asyncio.timeout(within):
-        while not predicate():  # noqa: ASYNC110 - polling a plain predicate
-            await asyncio.sleep(0.02)
-
-
-async def eventually(check: Callable[[], Awaitable[T | None]], *, within: float = 10.0) -> T:
-    async with asyncio.timeout(within):
-        while True:
-            found = await check()
-            if found:
-                return found
-            await asyncio.sleep(0.05)
 
 
 class PrivateStream:
@@ -94,7 +80,7 @@ class TestStreamConsumer:
         for index in range(50):
             await private.bus.js.publish(f"{private.subject}.x", str(index).encode())
         stop, task = await consume(private, handler)
-        await until(lambda: len(seen) == 50)
+        await eventually(lambda: len(seen) == 50)
         await eventually(lambda: _zero(private))
         stop.set()
         await task
@@ -113,7 +99,7 @@ class TestStreamConsumer:
         await private.bus.js.publish(f"{private.subject}.x", b"flaky")
         await private.bus.js.publish(f"{private.subject}.x", b"unreadable")
         stop, task = await consume(private, handler)
-        await until(lambda: attempts.get(b"flaky") == 2)
+        await eventually(lambda: attempts.get(b"flaky") == 2)
         await eventually(lambda: _zero(private))
         stop.set()
         await task
@@ -143,7 +129,7 @@ async def leading(
     runtime = Runtime(service_settings, nats_client, bus, redis, keys)
     async with controller_service(runtime, owner="test-replica") as controller:
         task = asyncio.create_task(controller.run())
-        await until(lambda: controller.controller is not None)
+        await eventually(lambda: controller.controller is not None)
         yield controller
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

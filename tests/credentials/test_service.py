@@ -25,6 +25,7 @@ from drydock.infra.redis import Keys
 from drydock.infra.server_keys import MissingServerKeys
 from drydock.runtime import Runtime
 from services.credential_proxy.server import serving
+from tests.waiting import eventually
 
 
 class TestRegistration:
@@ -59,15 +60,15 @@ class TestProcess:
     async def test_serves_health_readiness_and_metrics(self, process: tuple[str, str]) -> None:
         url, _ = process
         async with httpx.AsyncClient(base_url=url, trust_env=False) as client:
-            # A cold interpreter importing the whole library takes seconds on a busy machine.
-            for _ in range(1200):
+
+            async def answered() -> httpx.Response | None:
                 try:
-                    health = await client.get("/healthz")
-                    break
+                    return await client.get("/healthz")
                 except httpx.TransportError:
-                    await asyncio.sleep(0.05)
-            else:
-                pytest.fail("credential-proxy did not start within 60 s")
+                    return None
+
+            # A cold interpreter importing the whole library takes seconds on a busy machine.
+            health = await eventually(answered, within=60, every=0.05, what="credential-proxy started")
             ready = await client.get("/readyz")
             metrics = await client.get("/metrics")
         assert health.json() == {"status": "ok"}

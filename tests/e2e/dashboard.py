@@ -19,6 +19,7 @@ from drydock.runtime import Runtime
 from services.dashboard import router
 from tests.fakes.github import App, FakeGitHub
 from tests.fakes.github.identity import identity_of
+from tests.waiting import eventually
 
 
 def dashboard_section(github: FakeGitHub, app: App) -> dict[str, Any]:
@@ -44,13 +45,15 @@ async def serving_dashboard(runtime: Runtime) -> AsyncIterator[str]:
     task = asyncio.create_task(serve(create_app("dashboard", runtime, [router]), http))
     try:
         async with httpx.AsyncClient(base_url=url) as client:
-            for _ in range(400):
+
+            async def healthy() -> bool:
                 if task.done():
                     task.result()
                 with contextlib.suppress(httpx.TransportError):
-                    if (await client.get("/healthz")).status_code == 200:
-                        break
-                await asyncio.sleep(0.025)
+                    return (await client.get("/healthz")).status_code == 200
+                return False
+
+            await eventually(healthy, within=30, what="the dashboard healthy")
         yield url
     finally:
         task.cancel()

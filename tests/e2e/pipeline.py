@@ -17,8 +17,7 @@ import json
 import os
 import signal
 import sys
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -197,18 +196,6 @@ class Stage:
         log.close()
         self.processes.append(process)
         return process
-
-
-async def eventually(check: Callable[[], Awaitable[T | None]], *, within: float = 30.0, what: str = "") -> T:
-    """Poll ``check`` until it returns something other than None/False."""
-    deadline = time.monotonic() + within
-    while True:
-        found = await check()
-        if found is not None and found is not False:
-            return found
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up waiting for {what or check}")
-        await asyncio.sleep(0.05)
 
 
 @contextlib.asynccontextmanager

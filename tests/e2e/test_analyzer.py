@@ -25,12 +25,13 @@ from drydock.roles import Role
 from drydock.scheduler import Schedules
 from drydock.threads import ids
 from drydock.tools import ANALYZER_TOOLS
-from tests.e2e.pipeline import ORG, REPOSITORY, Stage, eventually, pipeline
+from tests.e2e.pipeline import ORG, REPOSITORY, Stage, pipeline
 from tests.fakes.github import webhooks
 from tests.fakes.github.activity import Reaction, activity_of
 from tests.fakes.github.reviews import bot_of, human_review_comment, merge, reviews_of
 from tests.fakes.github.state import PullRequest
 from tests.fakes.openai_server import Script
+from tests.waiting import eventually
 
 THREAD = analyzer_thread("github.com", REPOSITORY)
 SCHEDULE = continual_schedule_id("github.com", REPOSITORY)

@@ -22,12 +22,13 @@ from drydock.bus import EventType, RunEvent, Trigger, subjects
 from drydock.bus.streams import EVENTS_STREAM
 from drydock.threads import Inbox, ids
 from drydock.threads.pr_records import branch_name
-from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, eventually, pipeline
+from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, pipeline
 from tests.fakes.git_server import git, isolated_git_env
 from tests.fakes.github import webhooks
 from tests.fakes.github.activity import activity_of
 from tests.fakes.github.history import history_of
 from tests.fakes.openai_server import Script
+from tests.waiting import eventually
 
 ISSUE = 7
 PULL = 8

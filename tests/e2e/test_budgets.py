@@ -15,13 +15,14 @@ from drydock.threads.continuation import Continuations
 from drydock.threads.fields import SANDBOX_ID
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.usage import CallUsage, UsageLedger, UsageScope
-from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, SLACK_SECRET, Stage, eventually, pipeline
+from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, SLACK_SECRET, Stage, pipeline
 from tests.e2e.test_github_issue import ISSUE
 from tests.fakes import signing
 from tests.fakes import slack as fake_slack
 from tests.fakes.github import webhooks
 from tests.fakes.github.activity import activity_of
 from tests.fakes.openai_server import Script
+from tests.waiting import eventually
 
 THREAD = ids.github_issue("github.com", ORG, "widgets", ISSUE)
 OTHER_MEMBER = "monalisa"

@@ -14,8 +14,9 @@ import httpx
 
 from drydock.bus import EventType
 from tests.e2e.dashboard import dev_sign_in
-from tests.e2e.pipeline import REPOSITORY, Stage, eventually, pipeline
+from tests.e2e.pipeline import REPOSITORY, Stage, pipeline
 from tests.fakes.openai_server import Script
+from tests.waiting import eventually
 
 
 async def watch(client: httpx.AsyncClient, thread_id: str, until: set[str]) -> list[dict[str, Any]]:

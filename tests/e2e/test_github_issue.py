@@ -13,11 +13,12 @@ from drydock.threads.fields import EFFORT, MODEL, SANDBOX_ID
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.threads.pr_records import branch_name
 from drydock.tools import CODER_TOOLS
-from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, eventually, pipeline, sandbox_processes
+from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, pipeline, sandbox_processes
 from tests.fakes.git_server import git, isolated_git_env
 from tests.fakes.github import webhooks
 from tests.fakes.github.activity import activity_of
 from tests.fakes.openai_server import Script
+from tests.waiting import eventually
 
 ISSUE = 7
 FRAMEWORK_TOOLS = [

@@ -16,10 +16,11 @@ from drydock.credentials.sandbox_access import GRANT_PATH
 from drydock.model_catalog import BUILTIN_PRICES
 from drydock.threads import ids
 from drydock.usage import Dimension, UsageLedger
-from tests.e2e.pipeline import GITHUB_SECRET, MEMBER, MODEL, REPOSITORY, eventually, pipeline
+from tests.e2e.pipeline import GITHUB_SECRET, MEMBER, MODEL, REPOSITORY, pipeline
 from tests.e2e.test_github_issue import BRANCH, FIX, ISSUE, completed, mention
 from tests.fakes.github.activity import activity_of
 from tests.fakes.openai_server import Script
+from tests.waiting import eventually
 
 TOKEN = "ghp_" + "Pl4nt3dT0k3nAbCdEfGhIjKlMnOpQrStUv12"
 PLANT = (

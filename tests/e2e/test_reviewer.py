@@ -18,13 +18,14 @@ from drydock.review.guidelines import Guideline, GuidelineSource, GuidelinesStor
 from drydock.roles import Role
 from drydock.threads import ids
 from drydock.tools import REVIEWER_TOOLS
-from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, eventually, pipeline
+from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, pipeline
 from tests.fakes.git_server import git, isolated_git_env
 from tests.fakes.github import webhooks
 from tests.fakes.github.activity import activity_of
 from tests.fakes.github.reviews import files_from_diff, reviews_of, set_files
 from tests.fakes.github.state import PullRequest
 from tests.fakes.openai_server import Script
+from tests.waiting import eventually
 
 NUMBER = 5
 BRANCH = "feature/division"

@@ -9,10 +9,11 @@ from pathlib import Path
 from drydock.bus import EventType
 from drydock.threads import ids
 from drydock.worker.agent_runs import NO_MODEL_NOTICE
-from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, eventually, pipeline
+from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, pipeline
 from tests.e2e.test_github_issue import ISSUE, mention
 from tests.fakes.github.activity import activity_of
 from tests.fakes.openai_server import Script
+from tests.waiting import eventually
 
 THREAD = ids.github_issue("github.com", ORG, "widgets", ISSUE)
 

@@ -8,10 +8,11 @@ from pathlib import Path
 from drydock.accounts import Provider
 from drydock.bus import EventType
 from drydock.threads import ids
-from tests.e2e.pipeline import REPOSITORY, Stage, eventually, pipeline
+from tests.e2e.pipeline import REPOSITORY, Stage, pipeline
 from tests.fakes import linear as fake_linear
 from tests.fakes import slack as fake_slack
 from tests.fakes.openai_server import Script
+from tests.waiting import eventually
 
 CHANNEL = "C0WIDGETS"
 

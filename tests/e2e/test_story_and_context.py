@@ -12,9 +12,10 @@ from structlog.testing import capture_logs
 
 from drydock.bus import EventType
 from drydock.threads import ids
-from tests.e2e.pipeline import ORG, eventually, pipeline
+from tests.e2e.pipeline import ORG, pipeline
 from tests.e2e.test_github_issue import ISSUE, completed, mention
 from tests.fakes.openai_server import Script
+from tests.waiting import eventually
 
 QUIET = 5.0
 """How long the thread must stay asleep after a comment without a mention."""

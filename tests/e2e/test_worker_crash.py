@@ -10,9 +10,10 @@ from pathlib import Path
 
 from drydock.bus import EventType
 from drydock.threads import ids
-from tests.e2e.pipeline import ORG, REPOSITORY, Stage, eventually, pipeline
+from tests.e2e.pipeline import ORG, REPOSITORY, Stage, pipeline
 from tests.e2e.test_github_issue import BRANCH, FIX, ISSUE, mention
 from tests.fakes.openai_server import Script
+from tests.waiting import eventually
 
 THREAD = ids.github_issue("github.com", ORG, "widgets", ISSUE)
 

@@ -4,8 +4,7 @@ else is answered in the thread and nothing is approved."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
@@ -24,15 +23,9 @@ from tests.fakes import signing
 from tests.fakes import slack as fake_slack
 from tests.fakes.slack import FakeSlack
 from tests.ingress.conftest import ORG, SLACK_SECRET, RunningIngress, StartIngress, ingress_settings, link, trust
+from tests.waiting import eventually
 
 CHANNEL = "C0GENERAL"
-
-
-async def eventually(check: Callable[[], bool], within: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + within
-    while not check():
-        assert asyncio.get_running_loop().time() < deadline, "the condition did not become true"
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture

@@ -5,8 +5,7 @@ link) the account's mentions are not trusted."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
@@ -27,16 +26,10 @@ from tests.ingress.conftest import (
     ingress_settings,
     trust,
 )
+from tests.waiting import eventually
 
 CHANNEL = "C0GENERAL"
 DM = "D0ADA"
-
-
-async def eventually(check: Callable[[], bool], within: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + within
-    while not check():
-        assert asyncio.get_running_loop().time() < deadline, "the condition did not become true"
-        await asyncio.sleep(0.02)
 
 
 @dataclass

@@ -3,11 +3,9 @@ catalog, kept as the thread's setting until changed, and refused with the valid 
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import time
 import uuid
-from collections.abc import Callable
 
 from drydock.accounts import Provider
 from drydock.channels.outbound import Outbound
@@ -31,6 +29,7 @@ from tests.ingress.conftest import (
     link,
     trust,
 )
+from tests.waiting import eventually
 
 CHANNEL = "C0GENERAL"
 PERMISSIONS = {"issues": "write", "pull_requests": "write", "metadata": "read"}
@@ -39,13 +38,6 @@ _ts = itertools.count(1)
 
 def ts() -> str:
     return f"{int(time.time())}.{next(_ts):06d}"
-
-
-async def eventually(check: Callable[[], bool], within: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + within
-    while not check():
-        assert asyncio.get_running_loop().time() < deadline, "the condition did not become true"
-        await asyncio.sleep(0.02)
 
 
 def slack_mention(text: str, *, at: str, thread_ts: str | None = None) -> signing.SignedRequest:

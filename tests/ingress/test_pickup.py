@@ -5,8 +5,7 @@ membership when ``author_association`` cannot tell."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -33,18 +32,9 @@ from tests.ingress.conftest import (
     link,
     trust,
 )
+from tests.waiting import eventually
 
 PERMISSIONS = {"issues": "write", "pull_requests": "write", "checks": "write", "metadata": "read", "members": "read"}
-
-
-async def eventually(check: Callable[[], bool], within: float = 5.0) -> None:
-    """Wait for what the ingress does after answering (it runs once the response is sent)."""
-    deadline = asyncio.get_running_loop().time() + within
-    while True:
-        if check():
-            return
-        assert asyncio.get_running_loop().time() < deadline, "the condition did not become true"
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ from services.web.app import ROUTERS
 from tests.fakes import signing
 from tests.fakes.github import webhooks
 from tests.ingress.conftest import GITHUB_SECRET, HOST, ORG
+from tests.waiting import eventually
 
 
 class TestRegistration:
@@ -65,14 +66,18 @@ async def serving(service: str, settings: Settings, prefix: str) -> AsyncIterato
     )
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
-            for _ in range(300):
+
+            async def ready() -> bool:
                 with contextlib.suppress(httpx.TransportError):
                     if (await client.get("/readyz")).status_code == 200:
-                        break
+                        return True
                 if process.returncode is not None:
                     output = await process.stdout.read() if process.stdout else b""
                     pytest.fail(f"drydock serve {service} exited: {output.decode(errors='replace')}")
-                await asyncio.sleep(0.05)
+                return False
+
+            # A cold interpreter importing the whole library takes seconds on a busy machine.
+            await eventually(ready, within=60, every=0.05, what=f"drydock serve {service} ready")
             yield client, f"http://127.0.0.1:{metrics_port}/metrics"
     finally:
         if process.returncode is None:

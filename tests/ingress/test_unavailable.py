@@ -34,6 +34,7 @@ from tests.fakes import signing
 from tests.fakes.github import webhooks
 from tests.fakes.loopback import LoopbackServer
 from tests.ingress.conftest import GITHUB_SECRET, HOST, ORG, ingress_settings
+from tests.waiting import eventually
 
 REPO = "widgets"
 
@@ -130,10 +131,7 @@ class TestUnavailable:
             assert response.headers["retry-after"] == "5"
             assert "message bus" in response.json()["error"]
             await nats.start()
-            for _ in range(100):
-                if nc.is_connected:
-                    break
-                await asyncio.sleep(0.05)
+            await eventually(lambda: nc.is_connected, within=30, what="the ingress's NATS reconnected")
             retried = await send(client, request)
             assert retried.status_code == 200, retried.text
             thread_id = ids.github_issue(HOST, ORG, REPO, 1)

@@ -8,7 +8,6 @@ they created. The Kubernetes provider reuses these tests unchanged.
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -21,6 +20,7 @@ from drydock.sandbox.daemon import protocol
 from drydock.sandbox.errors import SandboxNotFound, SandboxUnavailable
 from drydock.sandbox.handle import Isolation
 from drydock.sandbox.provider import SandboxProvider
+from tests.waiting import eventually
 
 _PROCESS_STATE = "if [ -e /proc/{pid}/stat ]; then cut -d')' -f2 /proc/{pid}/stat | cut -d' ' -f2; else echo gone; fi"
 
@@ -111,12 +111,11 @@ class ProviderContract:
         assert result.timed_out is True
         assert result.exit_code == protocol.TIMEOUT_EXIT_CODE
         grandchild, child = (int(line) for line in result.output.split())
-        for _ in range(100):
-            states = {await process_state(sandbox, grandchild), await process_state(sandbox, child)}
-            if states <= {"gone", "Z"}:
-                break
-            await asyncio.sleep(0.02)
-        assert states <= {"gone", "Z"}, f"processes survived the timeout: {states}"
+
+        async def ended() -> bool:
+            return {await process_state(sandbox, grandchild), await process_state(sandbox, child)} <= {"gone", "Z"}
+
+        await eventually(ended, what="the timed-out command's processes ended")
 
     async def test_timed_out_execute_says_so(self, sandbox: SandboxBackend) -> None:
         result = await sandbox.aexecute("echo started; sleep 30", timeout=1)

@@ -10,7 +10,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,7 @@ from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.daemon import protocol
 from drydock.sandbox.errors import SandboxBusy
 from drydock.sandbox.handle import Isolation, SandboxHandle
+from tests.waiting import eventually
 
 
 @dataclass
@@ -51,14 +52,14 @@ class RunningDaemon:
 
 async def _wait_healthy(daemon: RunningDaemon) -> None:
     async with daemon.client() as client:
-        for _ in range(500):
+
+        async def healthy() -> bool:
             try:
-                if (await client.get(protocol.HEALTH)).status_code == 200:
-                    return
+                return (await client.get(protocol.HEALTH)).status_code == 200
             except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.01)
-    raise AssertionError("the daemon never became healthy")
+                return False
+
+        await eventually(healthy, what="the daemon healthy")
 
 
 @asynccontextmanager
@@ -210,10 +211,11 @@ async def test_a_full_queue_is_answered_429_and_the_backend_gives_up_with_sandbo
         backend = daemon.backend(busy_retries=0)
         running = asyncio.create_task(backend.run("sleep 1"))
         async with daemon.client() as client:
-            for _ in range(100):
-                if (await client.get(protocol.HEALTH)).json()["running_execs"] == 1:
-                    break
-                await asyncio.sleep(0.01)
+
+            async def one_running() -> bool:
+                return bool((await client.get(protocol.HEALTH)).json()["running_execs"] == 1)
+
+            await eventually(one_running, what="one command running")
             refused = await client.post(protocol.EXEC, json={"command": "true"})
         assert (refused.status_code, refused.headers["Retry-After"]) == (429, "1")
         assert "too many commands" in refused.json()["error"]
@@ -247,11 +249,11 @@ async def test_sigterm_stops_the_daemon_and_kills_running_commands(tmp_path: Pat
         backend = daemon.backend()
         pid_file = daemon.workspace / "pid"
         running = asyncio.create_task(backend.run(f"sleep 60 & echo $! > {pid_file}; wait"))
-        await _until(lambda: _has_text(pid_file))
+        await eventually(lambda: _has_text(pid_file))
         pid = int(pid_file.read_text())
         daemon.process.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(daemon.process.wait(), 10) == 0
-        await _until(lambda: _gone(pid))
+        await eventually(lambda: _gone(pid))
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
         await backend.aclose()
@@ -283,13 +285,3 @@ def _gone(pid: int) -> bool:
     except OSError:
         return True
     return state == "Z"
-
-
-async def _until(condition: Callable[[], bool | Awaitable[bool]], *, seconds: float = 5.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        result = condition()
-        if await result if not isinstance(result, bool) else result:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition not met in time")

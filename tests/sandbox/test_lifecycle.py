@@ -31,6 +31,7 @@ from drydock.sandbox.snapshots import SnapshotStore
 from drydock.threads.fields import SANDBOX_ID
 from drydock.threads.metadata import ThreadMetadataStore, ThreadNotFound
 from tests.sandbox.grants import GrantLedger
+from tests.waiting import eventually
 
 ManagerFactory = Callable[..., SandboxManager]
 
@@ -218,11 +219,12 @@ class TestEnsureSandbox:
         slow = SlowProvider(sandbox_settings, records)
         creator, waiter = make_manager(provider=slow), make_manager()
         creating = asyncio.create_task(creator.ensure_sandbox(coder_thread))
-        for _ in range(200):
+
+        async def creation_claimed() -> bool:
             field = await sandbox_field(metadata, coder_thread)
-            if field is not None and CreationSentinel.parse(field) is not None:
-                break
-            await asyncio.sleep(0.01)
+            return field is not None and CreationSentinel.parse(field) is not None
+
+        await eventually(creation_claimed, every=0.01, what="the creation claimed")
         waited = await waiter.ensure_sandbox(coder_thread)
         created = await creating
         assert waited.id == created.id

@@ -29,6 +29,7 @@ from drydock.sandbox.records import SandboxRecords
 from drydock.threads.metadata import ThreadMetadataStore
 from tests.sandbox.conftest import own_root
 from tests.sandbox.provider_contract import ProviderContract
+from tests.waiting import eventually
 
 
 class TestLocalProviderUnisolated(ProviderContract):
@@ -243,11 +244,7 @@ async def test_delete_kills_every_process_even_after_the_daemon_was_killed(local
     os.kill(int(handle.labels[PID_LABEL]), signal.SIGKILL)
     await sandbox.aclose()
     assert await local_provider.delete(handle.id)
-    for _ in range(50):
-        if not _processes_with_environment(marker):
-            break
-        await asyncio.sleep(0.02)
-    assert not _processes_with_environment(marker)
+    await eventually(lambda: not _processes_with_environment(marker), what="the sandbox's processes gone")
     assert not _exists(handle.labels[DIRECTORY_LABEL])
 
 

@@ -24,6 +24,7 @@ from drydock.sandbox.providers import PROVIDERS, create_provider
 from drydock.sandbox.providers.local import LocalProvider
 from drydock.sandbox.records import SandboxRecords
 from tests.sandbox.grants import GrantLedger
+from tests.waiting import eventually
 
 
 def test_the_factory_map_builds_the_configured_provider(
@@ -77,11 +78,11 @@ async def test_a_manager_is_wired_from_a_runtime_and_reaps_in_the_background(
     await manager.records.touch(backend.id, at=time.time() - sandbox_settings.idle_ttl.total_seconds() - 1)
     reaper = asyncio.create_task(manager.reap_forever(0.05))
     try:
-        for _ in range(200):
-            if await manager.records.get(backend.id) is None:
-                break
-            await asyncio.sleep(0.02)
-        assert await manager.records.get(backend.id) is None
+
+        async def reaped() -> bool:
+            return await manager.records.get(backend.id) is None
+
+        await eventually(reaped, what="the idle sandbox reaped")
     finally:
         reaper.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -19,6 +19,7 @@ from drydock.threads.fields import REPLY_TO
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.worker import WakeConsumer, WakeHandler
 from drydock.worker.dead_letters import DeadLetterOffice, DeadLetters
+from tests.waiting import eventually
 from tests.worker.conftest import WakeQueue
 
 
@@ -66,14 +67,6 @@ async def consuming(
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-
-
-async def eventually(condition: object, within: float = 10.0) -> None:
-    assert callable(condition)
-    deadline = asyncio.get_running_loop().time() + within
-    while not await condition():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 def new_thread() -> str:

@@ -107,8 +107,14 @@ class HeldLease:
         lease = await self._leases.acquire(self._thread_id, self._owner)
         if lease is None:
             raise LeaseBusy(f"thread {self._thread_id} is leased by another worker")
-        self._lease = lease
         self._task = asyncio.current_task()
+        if self._task is not None and self._task.cancelling():
+            # The cancellation met Redis's answer and a library swallowed it (Python 3.11's
+            # timeouts do): the caller asked to stop, so the lease just taken is given back.
+            with contextlib.suppress(RedisError, OSError):
+                await self._leases.release(lease)
+            raise asyncio.CancelledError
+        self._lease = lease
         self._renewer = asyncio.create_task(self._keep_renewed(lease), name=f"lease-renewer-{self._thread_id}")
         return lease
 

@@ -8,7 +8,6 @@ import asyncio
 import base64
 import json
 import uuid
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -21,18 +20,11 @@ from drydock.sandbox.providers.kubernetes import KubernetesProvider, naming
 from drydock.sandbox.records import SandboxRecords
 from tests.fakes.kubernetes import FakeKubernetes
 from tests.sandbox.kubernetes.conftest import NAMESPACE, ProviderFactory
+from tests.waiting import eventually
 
 
 def pods(fake: FakeKubernetes) -> dict[str, dict[str, object]]:
     return {name: pod for (namespace, name), pod in fake.cluster.pods.items() if namespace == NAMESPACE}
-
-
-async def until(condition: Callable[[], Awaitable[bool]], within: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not await condition():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
 
 
 class TestCreate:
@@ -209,7 +201,7 @@ class TestWarmPool:
         async def refilled() -> bool:
             return await store.idle_count() == 1
 
-        await until(refilled)
+        await eventually(refilled)
         assert {item.id for item in await provider.list()} == {handle.id}
 
     async def test_concurrent_creations_never_share_a_pool_pod(
