@@ -39,6 +39,7 @@ your turn and wait for the owner; a reply with changes means: revise the plan an
 again. When a push is held because it changes protected paths, tell the owner in the \
 conversation, end your turn, and push the same commits again once they approve."""
 
+
 def coder_prompt(
     scope: ThreadScope, checkout: Checkout | None, *, branch_prefix: str = "drydock/", auto_open_pr: bool = True
 ) -> str:
