@@ -26,7 +26,7 @@ from drydock.config import Settings
 from drydock.threads import ids
 
 Section = TypeVar("Section", bound=BaseModel)
-Talk = TypeVar("Talk", bound=Conversation)
+ConversationT = TypeVar("ConversationT", bound=Conversation)
 
 Reader = Callable[[Settings, Mapping[str, str], bytes], Delivery]
 """A webhook endpoint's first step: verify and parse one delivery, raising a channel error."""
@@ -80,7 +80,7 @@ def secret(value: SecretStr | None, variable: str) -> bytes:
 
 
 @dataclass(frozen=True)
-class ChannelAdapter(Generic[Section, Talk]):
+class ChannelAdapter(Generic[Section, ConversationT]):
     """One channel, as its package declares it."""
 
     channel: Channel
@@ -90,8 +90,8 @@ class ChannelAdapter(Generic[Section, Talk]):
     """Raise ``ChannelNotConfigured`` without a secret, ``VerificationFailed`` unless the delivery
     is the source's; nothing of the body is interpreted before this passes."""
     webhooks: tuple[Webhook[Section], ...]
-    conversation: type[Talk]
-    thread_key: Callable[[Talk], str]
+    conversation: type[ConversationT]
+    thread_key: Callable[[ConversationT], str]
     """The conversation's canonical key (frozen: a thread id is the key's uuid5)."""
     clients: Callable[[Section, httpx.AsyncBaseTransport | None], ChannelClients | None]
     """The outbound clients, or ``None`` when the section lacks the credentials."""
@@ -108,7 +108,7 @@ class ChannelAdapter(Generic[Section, Talk]):
 
         return read
 
-    def thread_id(self, conversation: Talk) -> str:
+    def thread_id(self, conversation: ConversationT) -> str:
         """The thread id of the conversation's canonical key."""
         return ids.thread_id(self.thread_key(conversation))
 
