@@ -1,9 +1,10 @@
 """The ingress: GitHub, Linear and Slack webhooks, verified, de-duplicated, routed to stable
 threads over NATS, and answered only once JetStream has them.
 
-The path of a delivery: :mod:`.webhooks` (endpoints) → :mod:`.verified` (signature, then parse)
-→ :mod:`.accept` (claim + :mod:`.lookup`, :mod:`.routing` with :mod:`.resolve_thread` and
-:mod:`.authorize`, :mod:`.dispatch`) → :mod:`.notify` (👀 after answering).
+The path of a delivery: :mod:`.webhooks` (endpoints, from the channel map) → the channel's
+adapter (signature, then parse) → :mod:`.accept` (claim + :mod:`.lookup`, :mod:`.routing` with
+:mod:`.resolve_thread` and :mod:`.authorize`, :mod:`.dispatch`) → :mod:`.notify` (👀 after
+answering).
 """
 
 from drydock.services import Service

@@ -31,10 +31,10 @@ from drydock.accounts import AccountsStore, LinkCodes, Outcome, Provider
 from drydock.autofix.commands import parse_command
 from drydock.bus.envelopes import Author, Channel, GithubEvent, InboxMessage, ReplyAddress, Trigger
 from drydock.channels.commands import is_approve_command
+from drydock.channels.github.conversation import GithubConversation
 from drydock.channels.intents import (
     BranchPush,
     Forward,
-    GithubConversation,
     Intent,
     Message,
     ReviewRequest,

@@ -1,5 +1,6 @@
-"""The webhook endpoints: ``POST /webhooks/github``, ``/webhooks/linear``,
-``/webhooks/slack/events`` and ``/webhooks/slack/interactivity``.
+"""The webhook endpoints, one for each webhook of each channel in
+:data:`drydock.channels.registry.CHANNELS` (``POST /webhooks/github``, ``/webhooks/linear``,
+``/webhooks/slack/events``, ``/webhooks/slack/interactivity``).
 
 Each request: read the body (413 above the limit) → verify (401) → parse (400) → accept
 (200 once durable, 503 when NATS or Redis cannot take it). Every refusal is logged with its
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import structlog
 from fastapi import APIRouter, Request, Response
@@ -19,11 +20,12 @@ from starlette.background import BackgroundTask
 from starlette.types import Receive, Scope, Send
 
 from drydock.bus.envelopes import Channel
+from drydock.channels.adapter import Reader
 from drydock.channels.errors import ChannelNotConfigured, MalformedDelivery, VerificationFailed
 from drydock.channels.intents import Delivery
+from drydock.channels.registry import CHANNELS
 from drydock.config import Settings
 from drydock.http import DirectRoute
-from services.ingress import verified
 from services.ingress.accept import Ingress
 from services.ingress.body import read_body
 from services.ingress.errors import Rejected, Unavailable
@@ -31,8 +33,6 @@ from services.ingress.metrics import DELIVERIES, DURATION
 from services.ingress.notify import notify
 
 log = structlog.get_logger(__name__)
-
-Reader = Callable[[Settings, Mapping[str, str], bytes], Delivery]
 
 RETRY_AFTER_SECONDS = "5"
 INLINE_READ_BYTES = 256 * 1024
@@ -98,12 +98,12 @@ async def handle(ingress: Ingress, request: Request, channel: Channel, reader: R
         DURATION.labels(channel.value).observe(time.perf_counter() - started)
 
 
-ENDPOINTS: tuple[tuple[str, Channel, Reader, str], ...] = (
-    ("/webhooks/github", Channel.GITHUB, verified.github, "GitHub App webhook"),
-    ("/webhooks/linear", Channel.LINEAR, verified.linear, "Linear webhook"),
-    ("/webhooks/slack/events", Channel.SLACK, verified.slack_event, "Slack Events API"),
-    ("/webhooks/slack/interactivity", Channel.SLACK, verified.slack_interaction, "Slack interactivity"),
+ENDPOINTS: tuple[tuple[str, Channel, Reader, str], ...] = tuple(
+    (webhook.path, adapter.channel, adapter.reader(webhook), webhook.summary)
+    for adapter in CHANNELS.values()
+    for webhook in adapter.webhooks
 )
+"""Path, channel, reader (verify, then parse) and summary of every webhook endpoint."""
 
 
 class WebhookEndpoint:

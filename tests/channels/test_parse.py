@@ -8,7 +8,8 @@ import pytest
 
 from drydock.channels.errors import MalformedDelivery
 from drydock.channels.github import parse as github_parse
-from drydock.channels.intents import BranchPush, Delivery, Forward, GithubConversation, Message, ReviewRequest
+from drydock.channels.github.conversation import GithubConversation
+from drydock.channels.intents import BranchPush, Delivery, Forward, Message, ReviewRequest
 from drydock.channels.linear import parse as linear_parse
 from drydock.channels.slack import parse as slack_parse
 from tests.fakes import linear as fake_linear

@@ -12,8 +12,8 @@ import pytest
 from drydock.accounts import Provider
 from drydock.bus import EventType, RunEvent
 from drydock.bus.streams import EVENTS_STREAM
+from drydock.channels.buttons import APPROVE_ACTION
 from drydock.channels.outbound import Outbound
-from drydock.channels.slack.reply import APPROVE_ACTION
 from drydock.config import Settings
 from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role

@@ -16,8 +16,8 @@ from drydock.accounts.models import RepositorySettings, UserProfile
 from drydock.bus import Bus, EventType, RunEvent
 from drydock.bus.envelopes import Channel, ReplyAddress
 from drydock.bus.streams import EVENTS_STREAM
+from drydock.channels.buttons import APPROVE_ACTION
 from drydock.channels.outbound import Outbound
-from drydock.channels.slack.reply import APPROVE_ACTION
 from drydock.config import Settings
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import ServerKeys

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from drydock.channels.slack.reply import APPROVE_ACTION
+from drydock.channels.buttons import APPROVE_ACTION
 from drydock.channels.text import without_mentions
 
 _APPROVE = re.compile(r"[,:]?\s*approve\s*[.!]?", re.IGNORECASE)

@@ -11,40 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from drydock.bus.envelopes import Channel, GithubEvent, ReplyAddress
-
-
-@dataclass(frozen=True)
-class GithubConversation:
-    """An issue or a pull request; ``head_ref`` is known for events that carry the pull request."""
-
-    host: str
-    owner: str
-    repo: str
-    number: int
-    pull_request: bool
-    head_ref: str | None = None
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.owner}/{self.repo}"
-
-
-@dataclass(frozen=True)
-class SlackConversation:
-    """A Slack thread; a top-level message starts one at its own ``ts``."""
-
-    team: str
-    channel: str
-    thread_ts: str
-
-
-@dataclass(frozen=True)
-class LinearConversation:
-    organization: str
-    issue_id: str
-
-
-Conversation = GithubConversation | SlackConversation | LinearConversation
+from drydock.channels.conversation import Conversation
+from drydock.channels.github.conversation import GithubConversation
 
 
 @dataclass(frozen=True)

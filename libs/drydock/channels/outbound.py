@@ -1,44 +1,27 @@
-"""Replies, pickup acknowledgements and status indicators for every configured channel, chosen
-by the reply address's channel. A channel without credentials raises
-:class:`ChannelNotConfigured` when used."""
+"""Replies, pickup acknowledgements and status indicators for every configured channel of
+:data:`drydock.channels.registry.CHANNELS`, chosen by the reply address's channel. A channel
+without credentials raises :class:`ChannelNotConfigured` when used."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Mapping
 
 import httpx
 
 from drydock.bus.envelopes import Channel, InboxMessage, ReplyAddress
+from drydock.channels.adapter import Buttons, Replies, StatusIndicator
+from drydock.channels.buttons import APPROVE_BUTTON, Button
 from drydock.channels.errors import ChannelNotConfigured
 from drydock.channels.github.client import GithubClient
-from drydock.channels.github.reply import GithubReplies
-from drydock.channels.github.status import GithubStatus
 from drydock.channels.linear.client import LinearClient
-from drydock.channels.linear.reply import LinearReplies
-from drydock.channels.linear.status import LinearStatus
+from drydock.channels.registry import CHANNELS
 from drydock.channels.run_status import RunStatus
-from drydock.channels.slack.client import SlackClient
-from drydock.channels.slack.reply import APPROVE_BUTTON, Button, SlackReplies
-from drydock.channels.slack.status import SlackStatus
 from drydock.config import Settings
 from drydock.effects import Effects
 from drydock.threads.continuation import CONTINUE_ACTION
 
 CONTINUE_BUTTON = Button(action_id=CONTINUE_ACTION, text="Continue", value="continue")
 """The button under a budget's pause notice; :mod:`drydock.threads.continuation` reads its press."""
-
-
-class Replies(Protocol):
-    async def reply(self, address: ReplyAddress, text: str, *, effect: str | None = None) -> None: ...
-
-    async def find_reply(self, address: ReplyAddress, effect: str) -> bool: ...
-
-    async def acknowledge(self, message: InboxMessage) -> bool: ...
-
-
-class StatusIndicator(Protocol):
-    async def show(self, address: ReplyAddress, status: RunStatus, detail: str = "") -> dict[str, str]: ...
 
 
 class Outbound:
@@ -50,10 +33,10 @@ class Outbound:
         *,
         github: GithubClient | None = None,
         linear: LinearClient | None = None,
-        slack: SlackReplies | None = None,
+        buttons: dict[Channel, Buttons] | None = None,
     ) -> None:
         self._replies = replies
-        self._slack = slack
+        self._buttons = buttons or {}
         self._statuses = statuses
         self._closers = closers
         self.github = github
@@ -63,33 +46,32 @@ class Outbound:
 
     @classmethod
     def from_settings(
-        cls,
-        settings: Settings,
-        *,
-        github_transport: httpx.AsyncBaseTransport | None = None,
-        linear_transport: httpx.AsyncBaseTransport | None = None,
+        cls, settings: Settings, *, transports: Mapping[Channel, httpx.AsyncBaseTransport] | None = None
     ) -> Outbound:
-        """Clients for each channel whose credentials are configured."""
+        """Clients for each channel of the map whose credentials are configured; ``transports``
+        carries a channel's HTTP to a test double."""
         replies: dict[Channel, Replies] = {}
         statuses: dict[Channel, StatusIndicator] = {}
+        buttons: dict[Channel, Buttons] = {}
         closers: list[Callable[[], Awaitable[None]]] = []
-        github: GithubClient | None = None
-        linear: LinearClient | None = None
-        slack_replies: SlackReplies | None = None
-        if settings.github.app_id is not None and settings.github.private_key is not None:
-            github = GithubClient(settings.github, transport=github_transport)
-            replies[Channel.GITHUB], statuses[Channel.GITHUB] = GithubReplies(github), GithubStatus(github)
-            closers.append(github.aclose)
-        if settings.slack.bot_token is not None:
-            slack = SlackClient(settings.slack)
-            slack_replies = SlackReplies(slack)
-            replies[Channel.SLACK], statuses[Channel.SLACK] = slack_replies, SlackStatus(slack)
-            closers.append(slack.aclose)
-        if settings.linear.api_key is not None:
-            linear = LinearClient(settings.linear, transport=linear_transport)
-            replies[Channel.LINEAR], statuses[Channel.LINEAR] = LinearReplies(linear), LinearStatus(linear)
-            closers.append(linear.aclose)
-        return cls(replies, statuses, closers, github=github, linear=linear, slack=slack_replies)
+        clients: dict[Channel, object] = {}
+        for channel, adapter in CHANNELS.items():
+            made = adapter.clients(adapter.settings(settings), (transports or {}).get(channel))
+            if made is None:
+                continue
+            replies[channel], statuses[channel], clients[channel] = made.replies, made.status, made.client
+            if made.buttons is not None:
+                buttons[channel] = made.buttons
+            closers.append(made.aclose)
+        github, linear = clients.get(Channel.GITHUB), clients.get(Channel.LINEAR)
+        return cls(
+            replies,
+            statuses,
+            closers,
+            github=github if isinstance(github, GithubClient) else None,
+            linear=linear if isinstance(linear, LinearClient) else None,
+            buttons=buttons,
+        )
 
     def configured(self, channel: Channel) -> bool:
         return channel in self._replies
@@ -106,16 +88,18 @@ class Outbound:
         """Post ``text`` to the conversation at ``address``, marked with ``effect`` where the channel
         allows; ``approve_button`` adds the owner's Approve button where the channel has buttons (Slack)."""
         replies = self._replies_for(address.channel)
-        if approve_button and isinstance(replies, SlackReplies):
-            await replies.reply_with_button(address, text, APPROVE_BUTTON, effect=effect)
+        buttons = self._buttons.get(address.channel) if approve_button else None
+        if buttons is not None:
+            await buttons.reply_with_button(address, text, APPROVE_BUTTON, effect=effect)
         else:
             await replies.reply(address, text, effect=effect)
 
     async def reply_with_continue(self, address: ReplyAddress, text: str) -> None:
         """Post ``text`` with the Continue button of a thread paused at a budget where the channel
         has buttons (Slack); elsewhere the text alone (it says how to continue)."""
-        if address.channel is Channel.SLACK and self._slack is not None:
-            await self._slack.reply_with_button(address, text, CONTINUE_BUTTON)
+        buttons = self._buttons.get(address.channel)
+        if buttons is not None:
+            await buttons.reply_with_button(address, text, CONTINUE_BUTTON)
             return
         await self.reply(address, text)
 

@@ -3,6 +3,7 @@ files of subdirectories reach the agent when it reads files below them (middlewa
 
 from __future__ import annotations
 
+from drydock.channels.registry import CHANNELS
 from drydock.threads.checkout import Checkout
 from drydock.threads.pr_records import branch_name
 from drydock.threads.scope import ThreadScope
@@ -38,14 +39,13 @@ your turn and wait for the owner; a reply with changes means: revise the plan an
 again. When a push is held because it changes protected paths, tell the owner in the \
 conversation, end your turn, and push the same commits again once they approve."""
 
-_REPLY_TOOLS = {"github": "github_comment", "slack": "slack_reply", "linear": "linear (action comment)"}
-
 
 def coder_prompt(
     scope: ThreadScope, checkout: Checkout | None, *, branch_prefix: str = "drydock/", auto_open_pr: bool = True
 ) -> str:
     """The system prompt of one coder run."""
-    parts = [_ROLE.replace("{reply_tool}", _REPLY_TOOLS.get(scope.reply_to.channel.value, "the reply tool"))]
+    adapter = CHANNELS.get(scope.reply_to.channel)
+    parts = [_ROLE.replace("{reply_tool}", adapter.reply_tool if adapter is not None else "the reply tool")]
     if not auto_open_pr:
         parts.append(
             "The person who asked prefers to open pull requests themselves: unless they ask you to open one, "

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 
 from drydock.accounts import Provider
+from drydock.accounts.link_codes import LINKABLE
 from drydock.roles import Role
 from services.dashboard.auth.guard import Principal
 from services.dashboard.budgets.schemas import RepositoryBudgetsIO, TeamBudgetsIO
@@ -39,8 +40,8 @@ def routes(site: APIRouter, kit: PageKit) -> None:
         )  # fmt: skip
 
     def linkable(form_value: str) -> Provider:
-        if form_value not in {Provider.SLACK.value, Provider.LINEAR.value}:
-            raise Invalid.field(("body", "provider"), "choose slack or linear")
+        if form_value not in {provider.value for provider in LINKABLE}:
+            raise Invalid.field(("body", "provider"), f"choose {' or '.join(provider.value for provider in LINKABLE)}")
         return Provider(form_value)
 
     @site.get("/profile")

@@ -3,22 +3,35 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from drydock.accounts import Provider
+from drydock.accounts.link_codes import LINKABLE
+
+
+def _linkable(provider: Provider) -> Provider:
+    if provider not in LINKABLE:
+        raise ValueError(f"choose {' or '.join(linkable.value for linkable in LINKABLE)}")
+    return provider
+
+
+Linkable = Annotated[Provider, AfterValidator(_linkable)]
+"""A provider whose accounts link with a one-time code (GitHub links by signing in)."""
 
 
 class Identity(BaseModel):
     """An external account linked to the Drydock user."""
 
-    provider: Literal["github", "slack", "linear"]
+    provider: Provider
     external_id: str
 
 
 class PendingLink(BaseModel):
     """A link code issued and not yet sent from the account: it confers nothing."""
 
-    provider: Literal["slack", "linear"]
+    provider: Linkable
     expires_at: datetime
 
 
@@ -56,13 +69,13 @@ class LinkCodeIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    provider: Literal["slack", "linear"]
+    provider: Linkable
 
 
 class LinkCodeOut(BaseModel):
     """A one-time code to send from the account to link; shown once."""
 
-    provider: Literal["slack", "linear"]
+    provider: Linkable
     code: str
     expires_at: datetime
     instructions: str = Field(description="Where to send the code, in words.")

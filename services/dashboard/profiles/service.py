@@ -33,7 +33,7 @@ class Profiles:
         return ProfileOut(
             **profile.model_dump(exclude={"user_id"}),
             user_id=principal.user_id,
-            identities=[Identity(provider=provider.value, external_id=external_id) for provider, external_id in linked],
+            identities=[Identity(provider=provider, external_id=external_id) for provider, external_id in linked],
             pending=[
                 PendingLink.model_validate({"provider": link.provider, "expires_at": link.expires_at})
                 for link in pending

@@ -15,11 +15,11 @@ from collections.abc import Callable, Mapping
 from drydock.bus.envelopes import Channel, GithubEvent, ReplyAddress
 from drydock.channels.commands import looks_like_autofix_command
 from drydock.channels.errors import MalformedDelivery
+from drydock.channels.github.conversation import GithubConversation
 from drydock.channels.intents import (
     BranchPush,
     Delivery,
     Forward,
-    GithubConversation,
     Intent,
     Message,
     ReviewRequest,

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 
 from drydock.bus.envelopes import Channel, ReplyAddress
 from drydock.channels.errors import MalformedDelivery
-from drydock.channels.intents import Delivery, LinearConversation, Message, Sender
+from drydock.channels.intents import Delivery, Message, Sender
+from drydock.channels.linear.conversation import LinearConversation
 from drydock.channels.payload import (
     Object,
     account_id,

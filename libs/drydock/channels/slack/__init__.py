@@ -1,1 +1,2 @@
-"""The Slack channel: verify, parse, client, reply, status."""
+"""The Slack channel: verify, parse, client, reply, status; ``adapter.ADAPTER`` is what the
+rest of Drydock reads of it (through :data:`drydock.channels.registry.CHANNELS`)."""

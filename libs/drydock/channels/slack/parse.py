@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from drydock.bus.envelopes import Channel, ReplyAddress
 from drydock.channels.errors import MalformedDelivery
-from drydock.channels.intents import Delivery, Message, Sender, SlackConversation
+from drydock.channels.intents import Delivery, Message, Sender
 from drydock.channels.payload import (
     Object,
     account_id,
@@ -25,6 +25,7 @@ from drydock.channels.payload import (
     optional_string,
     string,
 )
+from drydock.channels.slack.conversation import SlackConversation
 
 RETRY_HEADER = "x-slack-retry-num"
 _ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")

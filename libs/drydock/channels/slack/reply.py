@@ -2,25 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from drydock.bus.envelopes import InboxMessage, ReplyAddress
+from drydock.channels.buttons import Button
 from drydock.channels.slack.client import SlackClient
-
-
-@dataclass(frozen=True)
-class Button:
-    """A button under a message; its press comes back as a ``block_actions`` interaction."""
-
-    action_id: str
-    text: str
-    value: str
-
-
-APPROVE_ACTION = "drydock_approve"
-"""The action id of the Approve button; pressing it is the owner's ``@drydock approve``."""
-APPROVE_BUTTON = Button(action_id=APPROVE_ACTION, text="Approve", value="approve")
 
 
 class SlackReplies:
