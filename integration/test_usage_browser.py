@@ -23,10 +23,11 @@ from drydock.bus import EventType
 from drydock.threads import ids
 from drydock.usage import CallUsage, UsageLedger, UsageScope
 from integration.browser import chromium, screenshot
-from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, eventually, pipeline
+from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, pipeline
 from tests.fakes.github import webhooks
 from tests.fakes.github.activity import activity_of
 from tests.fakes.openai_server import Script
+from tests.waiting import eventually
 
 TIMEOUT_MS = 60_000
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "screenshots" / "usage.png"
