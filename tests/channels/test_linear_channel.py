@@ -11,7 +11,7 @@ from drydock.accounts import Provider
 from drydock.bus.envelopes import InboxMessage, ReplyAddress
 from drydock.channels.linear.adapter import ADAPTER
 from drydock.channels.linear.reply import PICKUP
-from tests.channels.channel_contract import ChannelContract, Mention
+from tests.channels.channel_contract import Mention, TimestampedChannelContract
 from tests.fakes import linear as fake_linear
 from tests.fakes import signing
 from tests.ingress.conftest import LINEAR_SECRET, ORG, RunningIngress, link, trust
@@ -19,7 +19,7 @@ from tests.ingress.conftest import LINEAR_SECRET, ORG, RunningIngress, link, tru
 HUMAN = "user-human-1"
 
 
-class TestLinearChannel(ChannelContract):
+class TestLinearChannel(TimestampedChannelContract):
     adapter = ADAPTER
     signature_header = "Linear-Signature"
 

@@ -11,7 +11,7 @@ import pytest
 from drydock.accounts import Provider
 from drydock.bus.envelopes import InboxMessage, ReplyAddress
 from drydock.channels.slack.adapter import ADAPTER
-from tests.channels.channel_contract import ChannelContract, Mention
+from tests.channels.channel_contract import Mention, TimestampedChannelContract
 from tests.fakes import signing
 from tests.fakes import slack as fake_slack
 from tests.ingress.conftest import ORG, SLACK_SECRET, RunningIngress, link, trust
@@ -19,7 +19,7 @@ from tests.ingress.conftest import ORG, SLACK_SECRET, RunningIngress, link, trus
 CHANNEL = "C0GENERAL"
 
 
-class TestSlackChannel(ChannelContract):
+class TestSlackChannel(TimestampedChannelContract):
     adapter = ADAPTER
     signature_header = "X-Slack-Signature"
 
