@@ -112,9 +112,13 @@ class Rig:
         return Thread(thread_id, ts, seq)
 
     async def run(self, thread: Thread) -> int:
-        async with Leases(self.redis, self.keys, ttl=timedelta(seconds=30)).hold(thread.id, "test") as lease:
-            cursor = await self.runs(thread.id, lease)
-        return cursor
+        leases = Leases(self.redis, self.keys, ttl=timedelta(seconds=30))
+        lease = await leases.acquire(thread.id, "test")
+        assert lease is not None
+        try:
+            return await self.runs(thread.id, lease)
+        finally:
+            await leases.release(lease)
 
     async def events(self, thread: Thread) -> list[RunEvent]:
         wanted = subjects.events_of(thread.id)
@@ -524,17 +528,20 @@ class TestSandbox:
 
 class TestLease:
     async def test_a_lost_lease_cancels_the_run_and_leaves_the_thread_running(self, rig: Rigging) -> None:
-        async with rig(Script().reply("too late", latency=10)) as r:
+        async with rig(Script().reply("too late", latency=20)) as r:
             thread = await r.thread()
-            leases = Leases(r.redis, r.keys, ttl=timedelta(seconds=1.5))
+            # Created beforehand: starting a sandbox can hold the event loop up for longer than a
+            # short lease, which would then be lost before the model call this test aims at.
+            await r.sandboxes.ensure_sandbox(thread.id)
+            held = Leases(r.redis, r.keys, ttl=timedelta(seconds=9)).hold(thread.id, "test")
 
-            async def run() -> int:
-                async with leases.hold(thread.id, "test") as lease:
-                    cursor = await r.runs(thread.id, lease)
-                return cursor
+            async def run() -> None:
+                async with held as lease:
+                    await r.runs(thread.id, lease)
 
             task = asyncio.create_task(run())
             await asyncio.wait_for(r.model.wait_for_requests(1), timeout=30)
+            assert not held.lost, "the lease ran out before the model call: the event loop was held up"
             await r.redis.delete(r.keys.lease(thread.id))
             with pytest.raises(LeaseLost):
                 await asyncio.wait_for(task, timeout=30)
