@@ -10,8 +10,9 @@ refused, the turn ends waiting for the owner); the model failing; the budget gat
 paused thread; the preparation skipping (``RunSkipped``) or ending (``RunEnded``) the run; no
 model configured; a model choice the catalog rejects; a clone that fails for good; a clone that
 stays unavailable (raised, so the wake is redelivered); the sandbox failing below and at the
-circuit breaker's threshold; the lease lost mid-run (raised, the thread left running for the
-next holder); a role without inbox middleware woken with nothing queued.
+circuit breaker's threshold, or lost mid-run (the breaker ends the run); the model answering
+empty after every nudge; the lease lost mid-run (raised, the thread left running; the next
+holder resumes the turn); a role without inbox middleware woken with nothing queued.
 """
 
 from __future__ import annotations
@@ -409,6 +410,21 @@ class TestModelFailures:
             assert notice.startswith("I stopped because the model failed: the model endpoint answered 503")
             assert notice.endswith("Reply here to retry.")
 
+    async def test_a_model_that_keeps_answering_empty_ends_the_run_after_the_nudges(self, rig: Rigging) -> None:
+        async with rig(Script().empty().empty().empty().empty()) as r:
+            thread = await r.thread()
+            cursor = await r.run(thread)
+
+            assert cursor == thread.seq
+            assert (await r.types(thread))[-1] is EventType.ERROR
+            assert await r.state(thread) is ThreadState.FAILED
+            assert len(r.model.requests) == 4
+            [notice] = r.texts(thread)
+            assert notice == (
+                "I stopped because the model failed: the model answered with an empty reply 4 times in a row. "
+                "Reply here to retry."
+            )
+
     async def test_without_a_model_the_thread_is_told_how_to_configure_one(self, rig: Rigging) -> None:
         async with rig(model_configured=False) as r:
             thread = await r.thread()
@@ -526,9 +542,34 @@ class TestSandbox:
             assert r.model.requests == []
 
 
+class TestSandboxMidRun:
+    async def test_a_sandbox_lost_mid_run_trips_the_circuit_breaker(self, rig: Rigging) -> None:
+        script = Script().tool_call("execute", command="true", latency=5).reply("never asked")
+        async with rig(script, worker={"sandbox_failure_limit": 1}) as r:
+            thread = await r.thread()
+            task = asyncio.create_task(r.run(thread))
+            await asyncio.wait_for(r.model.wait_for_requests(1), timeout=30)
+            for handle in await r.sandboxes.provider.list():
+                await r.sandboxes.provider.delete(handle.id)
+            cursor = await asyncio.wait_for(task, timeout=60)
+
+            assert cursor == thread.seq
+            assert await r.types(thread) == [
+                EventType.STARTED,
+                EventType.MODEL_CALL,
+                EventType.TOOL_CALL,
+                EventType.ERROR,
+            ]
+            assert (await r.last(thread))["error"] == "the sandbox circuit breaker stopped the run"
+            assert await r.state(thread) is ThreadState.FAILED
+            assert len(r.model.requests) == 1
+            [notice] = r.texts(thread)
+            assert notice.startswith("I stopped because my sandbox failed 1 times in a row")
+
+
 class TestLease:
-    async def test_a_lost_lease_cancels_the_run_and_leaves_the_thread_running(self, rig: Rigging) -> None:
-        async with rig(Script().reply("too late", latency=20)) as r:
+    async def test_a_lost_lease_cancels_the_run_and_the_next_holder_resumes_it(self, rig: Rigging) -> None:
+        async with rig(Script().reply("too late", latency=20).reply("Resumed.")) as r:
             thread = await r.thread()
             # Created beforehand: starting a sandbox can hold the event loop up for longer than a
             # short lease, which would then be lost before the model call this test aims at.
@@ -550,3 +591,18 @@ class TestLease:
             assert await r.types(thread) == [EventType.STARTED]
             assert await r.state(thread) is ThreadState.RUNNING
             assert r.texts(thread) == []
+
+            cursor = await r.run(thread)
+            assert cursor == thread.seq
+            assert await r.types(thread) == [
+                EventType.STARTED,
+                EventType.STARTED,
+                EventType.MODEL_CALL,
+                EventType.COMPLETED,
+            ]
+            assert (await r.last(thread))["summary"] == "Resumed."
+            assert await r.state(thread) is ThreadState.IDLE
+            # The resumed turn asks again with what the lost one asked: the message once.
+            first, again = r.model.requests
+            assert again.texts("user") == first.texts("user")
+            assert sum("@drydock please" in text for text in again.texts("user")) == 1
