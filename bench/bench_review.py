@@ -44,8 +44,9 @@ from drydock.roles import Role
 from drydock.sandbox.failures import SandboxFailures
 from drydock.threads import Inbox
 from drydock.threads.scope import ThreadScope
-from drydock.tools import REVIEWER_TOOLS, build_tools
+from drydock.tools import build_tools
 from drydock.tools.context import ToolContext
+from drydock.worker.roles.reviewer import TOOLS as REVIEWER_TOOLS
 from tests.fakes.github import FakeGitHub, webhooks
 from tests.fakes.github.activity import activity_of
 from tests.fakes.github.reviews import PullFile, reviews_of, set_files

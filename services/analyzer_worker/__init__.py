@@ -5,16 +5,14 @@ scheduled continual refinement; DESIGN.md section 6)."""
 from __future__ import annotations
 
 from drydock import model_catalog
-from drydock.roles import Role
 from drydock.runtime import Runtime
 from drydock.services import Service
-from drydock.tools import ANALYZER_TOOLS
 from drydock.worker.agent_worker import agent_worker
-from drydock.worker.review_roles import ANALYZER_HOOKS
+from drydock.worker.roles.analyzer import SPEC
 
 
 async def run(runtime: Runtime) -> None:
-    async with agent_worker(runtime, Role.ANALYZER, ANALYZER_TOOLS, hooks=ANALYZER_HOOKS) as worker:
+    async with agent_worker(runtime, SPEC) as worker:
         await worker.run()
 
 

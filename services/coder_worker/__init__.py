@@ -4,15 +4,14 @@
 from __future__ import annotations
 
 from drydock import model_catalog
-from drydock.roles import Role
 from drydock.runtime import Runtime
 from drydock.services import Service
-from drydock.tools import CODER_TOOLS
 from drydock.worker.agent_worker import agent_worker
+from drydock.worker.roles.coder import SPEC
 
 
 async def run(runtime: Runtime) -> None:
-    async with agent_worker(runtime, Role.CODER, CODER_TOOLS) as worker:
+    async with agent_worker(runtime, SPEC) as worker:
         await worker.run()
 
 

@@ -2,7 +2,7 @@
 
 While Redis restarts, a grant cannot be looked up: the proxy answers ``503`` with ``Retry-After``
 in the route's refusal shape (git prints it as ``The requested URL returned error: 503``), and
-the worker's clone retries it (:mod:`drydock.worker.agent_runs`)."""
+the worker's clone retries it (:mod:`drydock.worker.checkouts`)."""
 
 from __future__ import annotations
 

@@ -5,16 +5,14 @@ at a time (DESIGN.md sections 3 and 6)."""
 from __future__ import annotations
 
 from drydock import model_catalog
-from drydock.roles import Role
 from drydock.runtime import Runtime
 from drydock.services import Service
-from drydock.tools import REVIEWER_TOOLS
 from drydock.worker.agent_worker import agent_worker
-from drydock.worker.review_roles import REVIEWER_HOOKS
+from drydock.worker.roles.reviewer import SPEC
 
 
 async def run(runtime: Runtime) -> None:
-    async with agent_worker(runtime, Role.REVIEWER, REVIEWER_TOOLS, hooks=REVIEWER_HOOKS) as worker:
+    async with agent_worker(runtime, SPEC) as worker:
         await worker.run()
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from drydock.accounts import Provider
 from drydock.bus.envelopes import Channel
 from drydock.channels.registry import CHANNELS
-from drydock.tools import CODER_TOOLS
+from drydock.worker.roles.coder import TOOLS as CODER_TOOLS
 from services.ingress.webhooks import ENDPOINTS
 
 INTERNAL = {Channel.DASHBOARD, Channel.AUTOFIX, Channel.SCHEDULER}

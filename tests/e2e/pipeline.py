@@ -40,10 +40,9 @@ from drydock.sandbox.providers import create_provider
 from drydock.sandbox.records import SandboxRecords
 from drydock.threads import Inbox
 from drydock.threads.pr_records import PullRequestRecords
-from drydock.tools import ANALYZER_TOOLS, CODER_TOOLS, REVIEWER_TOOLS
-from drydock.worker.agent_runs import RoleHooks
 from drydock.worker.agent_worker import agent_worker
-from drydock.worker.review_roles import ANALYZER_HOOKS, REVIEWER_HOOKS
+from drydock.worker.role_spec import RoleSpec
+from drydock.worker.roles import analyzer, coder, reviewer
 from services.autofix_controller.serving import controller_service
 from services.credential_proxy.server import serving
 from services.ingress.accept import Ingress
@@ -88,12 +87,8 @@ REPOSITORY_FILES: dict[str, bytes] = {
 
 T = TypeVar("T")
 
-WORKERS: dict[Role, tuple[tuple[str, ...], RoleHooks | None]] = {
-    Role.CODER: (CODER_TOOLS, None),
-    Role.REVIEWER: (REVIEWER_TOOLS, REVIEWER_HOOKS),
-    Role.ANALYZER: (ANALYZER_TOOLS, ANALYZER_HOOKS),
-}
-"""The tools and role hooks of each worker the pipeline can run in process (``roles=``)."""
+WORKERS: dict[Role, RoleSpec] = {Role.CODER: coder.SPEC, Role.REVIEWER: reviewer.SPEC, Role.ANALYZER: analyzer.SPEC}
+"""The spec of each worker the pipeline can run in process (``roles=``)."""
 
 
 def _env_value(value: Any) -> str:
@@ -312,9 +307,8 @@ async def pipeline(
             outbound = Outbound.from_settings(settings)
             stack.push_async_callback(outbound.aclose)
             for role in roles:
-                tools, hooks = WORKERS[role]
                 worker = await stack.enter_async_context(
-                    agent_worker(await as_service(f"{role.value}-worker"), role, tools, outbound=outbound, hooks=hooks)
+                    agent_worker(await as_service(f"{role.value}-worker"), WORKERS[role], outbound=outbound)
                 )
                 task = asyncio.create_task(worker.run(), name=f"{role.value}-worker")
                 stack.push_async_callback(_cancel, task)

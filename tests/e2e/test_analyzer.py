@@ -24,7 +24,7 @@ from drydock.review.target import ReviewTarget, ReviewTargets
 from drydock.roles import Role
 from drydock.scheduler import Schedules
 from drydock.threads import ids
-from drydock.tools import ANALYZER_TOOLS
+from drydock.worker.roles.analyzer import TOOLS as ANALYZER_TOOLS
 from tests.e2e.pipeline import ORG, REPOSITORY, Stage, pipeline
 from tests.fakes.github import webhooks
 from tests.fakes.github.activity import Reaction, activity_of

@@ -12,7 +12,7 @@ from drydock.threads import ids
 from drydock.threads.fields import EFFORT, MODEL, SANDBOX_ID
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.threads.pr_records import branch_name
-from drydock.tools import CODER_TOOLS
+from drydock.worker.roles.coder import TOOLS as CODER_TOOLS
 from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, pipeline, sandbox_processes
 from tests.fakes.git_server import git, isolated_git_env
 from tests.fakes.github import webhooks

@@ -17,7 +17,7 @@ from drydock.review.findings import FindingStatus, FindingStore
 from drydock.review.guidelines import Guideline, GuidelineSource, GuidelinesStore, Provenance
 from drydock.roles import Role
 from drydock.threads import ids
-from drydock.tools import REVIEWER_TOOLS
+from drydock.worker.roles.reviewer import TOOLS as REVIEWER_TOOLS
 from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, pipeline
 from tests.fakes.git_server import git, isolated_git_env
 from tests.fakes.github import webhooks

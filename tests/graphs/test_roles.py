@@ -43,7 +43,10 @@ from drydock.sandbox.providers.local import LocalProvider
 from drydock.threads import Inbox
 from drydock.threads.checkout import Checkout
 from drydock.threads.scope import ThreadScope
-from drydock.tools import ANALYZER_TOOLS, CODER_TOOLS, REVIEWER_TOOLS, build_tools
+from drydock.tools import build_tools
+from drydock.worker.roles.analyzer import TOOLS as ANALYZER_TOOLS
+from drydock.worker.roles.coder import TOOLS as CODER_TOOLS
+from drydock.worker.roles.reviewer import TOOLS as REVIEWER_TOOLS
 from tests.fakes.openai_server import Script, ScriptedModelServer
 from tests.graphs.built import Graph, Stacks, model_call_chain, recording, subagent, tool_names
 from tests.middleware.conftest import RecordingNotifier, chat_model, run_config

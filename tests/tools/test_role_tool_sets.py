@@ -4,7 +4,9 @@ analyzer's only tool saves guidelines."""
 
 from __future__ import annotations
 
-from drydock.tools import ANALYZER_TOOLS, REGISTRY, REVIEWER_TOOLS
+from drydock.tools import REGISTRY
+from drydock.worker.roles.analyzer import TOOLS as ANALYZER_TOOLS
+from drydock.worker.roles.reviewer import TOOLS as REVIEWER_TOOLS
 
 WRITING = {"github_comment", "open_pull_request", "update_pull_request", "http_request", "linear", "slack_reply"}
 

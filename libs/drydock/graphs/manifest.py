@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from drydock.roles import Role
-
 DEFAULT_MANIFEST = Path(__file__).resolve().parents[3] / "langgraph.json"
 
 
@@ -60,7 +58,8 @@ class Manifest:
         except AttributeError:
             raise ManifestError(f"{self.path}: {module_name!r} has no attribute {attribute!r}") from None
 
-    def graph_factory(self, role: Role) -> Any:
-        if role.value not in self.graphs:
-            raise ManifestError(f"{self.path} names no graph for the {role.value} role")
-        return self.resolve(self.graphs[role.value])
+    def graph_factory(self, name: str) -> Any:
+        """The factory of the graph called ``name`` (a role's spec names its graph)."""
+        if name not in self.graphs:
+            raise ManifestError(f"{self.path} names no graph {name!r}")
+        return self.resolve(self.graphs[name])

@@ -1,8 +1,9 @@
 """The flat registry of Drydock's own agent tools (DESIGN.md section 6).
 
 Each tool is one module exporting ``NAME`` and ``build(context) -> BaseTool``; it is registered
-here once and listed in the role that needs it. The framework's file, shell, search, task and
-planning tools come from ``deepagents`` and are not duplicated here.
+here once and listed in the spec of the role that needs it (:mod:`drydock.worker.roles`). The
+framework's file, shell, search, task and planning tools come from ``deepagents`` and are not
+duplicated here.
 """
 
 from __future__ import annotations
@@ -60,37 +61,6 @@ REGISTRY: dict[str, ToolFactory] = {
     )
 }
 
-CODER_TOOLS: tuple[str, ...] = (
-    http_request.NAME,
-    web_search.NAME,
-    fetch_url.NAME,
-    linear.NAME,
-    github_comment.NAME,
-    open_pull_request.NAME,
-    update_pull_request.NAME,
-    request_review.NAME,
-    schedule_wakeup.NAME,
-    slack_reply.NAME,
-    report_confidence.NAME,
-    submit_plan.NAME,
-)
-"""The coder's tools, in the order the model sees them."""
-
-REVIEWER_TOOLS: tuple[str, ...] = (
-    http_get.NAME,
-    web_search.NAME,
-    fetch_url.NAME,
-    list_findings.NAME,
-    add_finding.NAME,
-    update_finding.NAME,
-    publish_review.NAME,
-)
-"""The reviewer's tools: read-oriented network tools and the findings. Nothing that writes
-files, commits, pushes or opens pull requests."""
-
-ANALYZER_TOOLS: tuple[str, ...] = (save_guidelines.NAME,)
-"""The analyzer's only tool."""
-
 
 def build_tools(names: Iterable[str], context: ToolContext) -> list[BaseTool]:
     """The tools named ``names``, bound to ``context``; unknown names raise :class:`KeyError`."""
@@ -98,10 +68,7 @@ def build_tools(names: Iterable[str], context: ToolContext) -> list[BaseTool]:
 
 
 __all__ = [
-    "ANALYZER_TOOLS",
-    "CODER_TOOLS",
     "REGISTRY",
-    "REVIEWER_TOOLS",
     "ThreadScope",
     "ToolContext",
     "ToolFactory",

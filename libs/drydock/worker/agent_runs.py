@@ -6,9 +6,12 @@ ensure the sandbox and the repository's checkout, build the role's tools and a f
 from the role's graph factory, and run it against the thread's checkpoint. A run interrupted by
 a crash is resumed from its last checkpoint (the next step of the graph is still pending);
 otherwise a new turn starts, and the inbox middleware injects what arrived since the last one.
-Roles differ only through their :class:`RoleHooks`: a preparation after the checkout (the
-reviewer's pull request head, the analyzer's evidence), turns that start with the inbox's
-messages (for graphs without the inbox middleware), and whether the checkout is snapshotted.
+Roles differ only through their :class:`~drydock.worker.role_spec.RoleSpec`: its tools and
+graph, a preparation after the checkout (the reviewer's pull request head, the analyzer's
+evidence), turns that start with the inbox's messages (for graphs without the inbox middleware),
+whether the checkout is snapshotted and its changes recorded, and whether a spend limit pauses
+the thread. The checkout itself is :mod:`drydock.worker.checkouts`; the events,
+:mod:`drydock.worker.run_events`.
 
 What a run did is published as run events, which also set the thread's state
 (:mod:`drydock.threads.states`). A stop request (:mod:`drydock.threads.stops`) ends a run between
@@ -26,35 +29,31 @@ Failures of our own infrastructure raise, so the wake is redelivered with backof
 Budgets (:mod:`drydock.worker.budget_gate`) are passed after the model is resolved and before
 the sandbox: a paused thread, a spent day budget or a full team refuses or defers the run
 before any sandbox exists. A run the step-limit middleware stopped at a spend limit pauses its
-(coder) thread and tells the source how to continue.
+thread (where its role says so) and tells the source how to continue.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import re
-import shlex
-import time
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import httpx
 import structlog
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
-from nats.js.api import PubAck
+from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from drydock.accounts import UserProfile
 from drydock.accounts.store import AccountsStore
 from drydock.budgets import ActiveRuns, Limits, Reached, SpendCheck
-from drydock.bus import Bus, EventType, RunEvent
+from drydock.bus import Bus, EventType
 from drydock.bus.envelopes import ReplyAddress
 from drydock.channels.outbound import Outbound
 from drydock.channels.run_status import RunStatus
@@ -70,15 +69,13 @@ from drydock.middleware.outcome import BUDGET_KEY
 from drydock.model_catalog import PriceTable
 from drydock.models import ModelChoice, ModelError, Models, ResolvedModel
 from drydock.redaction import Redactor
-from drydock.roles import Role
 from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.errors import SandboxError
 from drydock.sandbox.lifecycle import SandboxManager
 from drydock.sandbox.snapshots import SnapshotStore
 from drydock.threads import Inbox, Lease
 from drydock.threads.approvals import PlanGate
-from drydock.threads.changes import ThreadChanges, diff_script, parse
-from drydock.threads.checkout import Checkout
+from drydock.threads.changes import ThreadChanges
 from drydock.threads.continuation import Continuations
 from drydock.threads.fields import EFFORT, MODEL, OWNER, REPLY_TO, REPOSITORY, STATE
 from drydock.threads.metadata import ThreadMetadataStore
@@ -88,9 +85,10 @@ from drydock.threads.stops import StopRequests
 from drydock.tools import build_tools
 from drydock.tools.context import ToolContext
 from drydock.usage import UsageLedger, UsageRecorder, UsageScope
-from drydock.usage.recorder import METADATA_KEY as USAGE_METADATA_KEY
 from drydock.worker.budget_gate import BudgetGate, RunRefused, paused_notice, stopped_notice
-from drydock.worker.clone_retries import clone_with_retries
+from drydock.worker.checkouts import Checkouts
+from drydock.worker.role_spec import RoleSpec, RunEnded, RunSetup, RunSkipped
+from drydock.worker.run_events import RunEvents
 from drydock.worker.sources import SourceNotices, SourceStatus
 
 log = structlog.get_logger(__name__)
@@ -105,61 +103,19 @@ CIRCUIT_OPEN_NOTICE = (
 )
 RECURSION_LIMIT = 10_000
 """Graph steps per run; the model-call limit (middleware 2) ends runs long before this."""
-PENDING_EVENTS = 64
-"""Step events published at most before their acknowledgements are awaited."""
 STOP_POLL = 0.25
 """Seconds between two checks for a stop request while a run's steps go by."""
-
-
-class RunEnded(Exception):
-    """A run ended early for a reason told to the source conversation; the wake is done."""
-
-
-class RunSkipped(Exception):
-    """A role's preparation found nothing to do (e.g. no new evidence): the run completes
-    without calling the model."""
-
-
-@dataclass(frozen=True)
-class RunSetup:
-    """What a run has prepared before its tools and agent are built."""
-
-    scope: ThreadScope
-    backend: SandboxBackend
-    checkout: Checkout | None
-    parts: RunParts
-
-
-Prepare = Callable[[RunSetup], Awaitable[RunSetup]]
-"""A role's preparation: given the sandbox and the default-branch checkout, returns the setup the
-agent is built with (e.g. the reviewer's checkout at the pull request's head). May raise
-:class:`RunEnded` or :class:`RunSkipped`."""
-
-
-@dataclass(frozen=True)
-class RoleHooks:
-    """Where a role's runs differ from the coder's; the defaults are the coder's."""
-
-    prepare: Prepare | None = None
-    inbox_at_start: bool = False
-    """The role's graph has no inbox middleware: a new turn starts with the messages queued
-    since the checkpoint's cursor (and a turn with none is not run)."""
-    snapshots: bool = True
-    """Snapshot the checkout after each turn; off where the checkout can always be re-derived."""
-    changes: bool = True
-    """Record the checkout's changes (files and diff) for the dashboard before each run's end event."""
 
 
 @dataclass(frozen=True)
 class RunParts:
     """What every run of a worker process shares."""
 
-    role: Role
+    spec: RoleSpec
     factory: GraphFactory
-    tool_names: Sequence[str]
     settings: Settings
     bus: Bus
-    redis: Any
+    redis: Redis
     keys: Keys
     sandboxes: SandboxManager
     checkpointer: BaseCheckpointSaver[Any]
@@ -168,7 +124,6 @@ class RunParts:
     http: httpx.AsyncClient
     snapshots: SnapshotStore | None = None
     """Saves the checkout at the end of each turn, so a recreated sandbox gets unpushed work back."""
-    hooks: RoleHooks = field(default_factory=RoleHooks)
 
 
 class AgentRuns:
@@ -197,14 +152,16 @@ class AgentRuns:
             self.stops,
             admin_logins=parts.settings.dashboard.admin_logins,
         )
-        self.changes = ThreadChanges(parts.redis, parts.keys)
+        self.checkouts = Checkouts(
+            host=parts.settings.github.host, changes=ThreadChanges(parts.redis, parts.keys), snapshots=parts.snapshots
+        )
 
     async def __call__(self, thread_id: str, lease: Lease) -> int:
         fields = await self.metadata.get(thread_id)
         scope = ThreadScope(
             thread_id=thread_id,
             run_id=uuid.uuid4().hex,
-            role=self.parts.role,
+            role=self.parts.spec.role,
             repository=fields.get(REPOSITORY) or None,
             reply_to=ReplyAddress.model_validate_json(fields[REPLY_TO]),
             user_id=fields.get(OWNER) or None,
@@ -292,8 +249,7 @@ class AgentRuns:
         )
         handle = team.mention_handle or parts.settings.ingress.mention_handle
         queued = await self.inbox.read_after(scope.thread_id, await self._saved_cursor(config))
-        pauses = scope.role is Role.CODER
-        await self.gate.admit(scope.thread_id, fields, queued, spend, notices, handle=handle, pauses=pauses)
+        await self.gate.admit(scope.thread_id, fields, queued, spend, notices, handle=handle, pauses=parts.spec.pauses)
         async with self.gate.place(scope.thread_id, limits, notices):
             return await self._claimed(
                 scope,
@@ -333,12 +289,24 @@ class AgentRuns:
         events.redactor = redactor
         if notices is not None:
             notices.redactor = redactor
-        checkout = await self._checkout(backend, scope.repository) if scope.repository else None
-        if parts.hooks.prepare is not None:
-            setup = await parts.hooks.prepare(RunSetup(scope, backend, checkout, parts))
-            scope, checkout = setup.scope, setup.checkout
+        checkout = await self.checkouts.clone(backend, scope.repository) if scope.repository else None
+        if parts.spec.prepare is not None:
+            prepared = await parts.spec.prepare(
+                RunSetup(
+                    scope=scope,
+                    backend=backend,
+                    checkout=checkout,
+                    bus=parts.bus,
+                    redis=parts.redis,
+                    keys=parts.keys,
+                    github=parts.outbound.github,
+                    host=parts.settings.github.host,
+                    review=parts.settings.review,
+                )
+            )
+            scope, checkout = prepared.scope, prepared.checkout
         tools = build_tools(
-            parts.tool_names,
+            parts.spec.tools,
             ToolContext(
                 scope=scope,
                 settings=parts.settings,
@@ -394,8 +362,8 @@ class AgentRuns:
         )
 
         async def settle() -> None:
-            if checkout is not None and parts.hooks.changes:
-                await self._record_changes(scope.thread_id, backend, checkout, redactor)
+            if checkout is not None and parts.spec.changes:
+                await self.checkouts.record_changes(scope.thread_id, backend, checkout, redactor)
 
         # The thread still counts as running only when its last run died mid-turn.
         try:
@@ -412,15 +380,15 @@ class AgentRuns:
             await usage.flush()
         if stopped_at is not None:
             bound = log.bind(thread_id=scope.thread_id, run_id=scope.run_id)
-            if scope.role is not Role.CODER:
+            if not parts.spec.pauses:
                 if notices is not None:
                     await _best_effort(notices, stopped_notice(stopped_at), bound)
             else:
                 await self.continuations.pause(scope.thread_id, stopped_at)
                 if notices is not None:
                     await _best_effort(notices, paused_notice(stopped_at, handle), bound, continue_button=True)
-        if checkout is not None and parts.hooks.snapshots:
-            await self._snapshot(scope.thread_id, backend, checkout)
+        if checkout is not None and parts.spec.snapshots:
+            await self.checkouts.snapshot(scope.thread_id, backend, checkout)
         await self._prune(scope.thread_id)
         return cursor
 
@@ -436,33 +404,6 @@ class AgentRuns:
             # Only storage is lost: the next run's end prunes them.
             log.warning("old checkpoints not pruned", thread_id=thread_id, error=describe(error))
 
-    async def _snapshot(self, thread_id: str, backend: SandboxBackend, checkout: Checkout) -> None:
-        if self.parts.snapshots is None:
-            return
-        relative = checkout.path.removeprefix(backend.handle.workspace.rstrip("/") + "/")
-        try:
-            await self.parts.snapshots.save(thread_id, backend, repo_dir=relative)
-        except Exception as error:
-            # The run's work is done and checkpointed; a missing snapshot only matters if this
-            # sandbox is lost before the next one, so it must not fail the run.
-            log.warning("snapshot after the turn failed", thread_id=thread_id, error=repr(error))
-
-    async def _record_changes(
-        self, thread_id: str, backend: SandboxBackend, checkout: Checkout, redactor: Redactor
-    ) -> None:
-        try:
-            result = await backend.run(diff_script(checkout.path, checkout.default_branch), time_limit=60)
-            changes = parse(result.output) if result.exit_code == 0 else None
-            if changes is None:
-                log.warning("reading the checkout's changes failed", thread_id=thread_id, exit_code=result.exit_code)
-                return
-            where = "the checkout's changes"
-            changes = replace(changes, patch=redactor.redact(changes.patch, where=where, thread_id=thread_id))
-            await self.changes.save(thread_id, changes)
-        except Exception as error:
-            # The dashboard's diff view is a convenience: the run's outcome must not depend on it.
-            log.warning("recording the checkout's changes failed", thread_id=thread_id, error=describe(error))
-
     async def _sandbox(self, scope: ThreadScope) -> SandboxBackend:
         sandboxes = self.parts.sandboxes
         try:
@@ -472,34 +413,6 @@ class AgentRuns:
             if count >= self.limits.sandbox_failures:
                 raise RunEnded(CIRCUIT_OPEN_NOTICE.format(count=count)) from None
             raise
-
-    async def _checkout(self, backend: SandboxBackend, repository: str) -> Checkout:
-        """Clone ``repository`` into the sandbox's workspace unless it is there (through the
-        credential proxy, by the grant's git rules; a transient failure is retried, and one that
-        lasts raises :class:`~drydock.worker.clone_retries.CloneUnavailable` so that the wake is
-        redelivered); read its default branch and root AGENTS.md."""
-        path = f"{backend.handle.workspace.rstrip('/')}/{repository.rsplit('/', 1)[-1]}"
-        url = f"https://{self.parts.settings.github.host}/{repository}.git"
-        where = shlex.quote(path)
-        script = "\n".join(
-            [
-                "set -e",
-                f"if [ ! -d {where}/.git ]; then git clone --quiet {shlex.quote(url)} {where}; fi",
-                f"git -C {where} symbolic-ref --quiet --short refs/remotes/origin/HEAD || true",
-            ]
-        )
-        result = await clone_with_retries(
-            lambda: backend.run(script, time_limit=600), repository=repository, thread_id=backend.handle.thread_id
-        )
-        if result.exit_code != 0:
-            tail = result.output.strip()[-600:]
-            raise RunEnded(f"I could not clone {repository} into my sandbox:\n```\n{tail}\n```")
-        default_branch = (
-            result.output.strip().splitlines()[-1].removeprefix("origin/") if result.output.strip() else None
-        )
-        agents_md = (await backend.adownload_files([f"{path}/AGENTS.md"]))[0]
-        instructions = agents_md.content.decode(errors="replace") if agents_md.content is not None else None
-        return Checkout(repository=repository, path=path, default_branch=default_branch, instructions=instructions)
 
     async def _drive(
         self,
@@ -517,7 +430,7 @@ class AgentRuns:
         if values is None:
             # Nothing to resume (or the interrupted turn had in fact finished): a new turn begins.
             turn: dict[str, Any] = {"messages": []}
-            if self.parts.hooks.inbox_at_start:
+            if self.parts.spec.inbox_at_start:
                 turn = await self._opening_turn(config)
                 if not turn["messages"]:
                     await events.emit(EventType.COMPLETED, summary="", skipped=True)
@@ -628,132 +541,6 @@ class AgentRuns:
         cursor = await self._saved_cursor(config)
         queued = await self.inbox.read_after(thread_id, cursor)
         return queued[-1].seq if queued else cursor
-
-
-class RunEvents:
-    """Publishes a run's events on ``drydock.event.{thread}.{type}``.
-
-    The events of each step (model and tool calls) are published without waiting for their
-    acknowledgements, which are awaited before the next acknowledged event (a run's start and
-    end) or once :data:`PENDING_EVENTS` are outstanding: a step does not wait for a round trip
-    per event, and a run does not end before its events are stored.
-    """
-
-    def __init__(
-        self, bus: Bus, scope: ThreadScope, states: ThreadStates | None = None, *, redactor: Redactor | None = None
-    ) -> None:
-        self._bus = bus
-        self._scope = scope
-        self._states = states
-        self._pending: list[asyncio.Future[PubAck]] = []
-        self.redactor = redactor
-        """Redacts secrets from every event's data (the dashboard shows it)."""
-        self._arguments: dict[str, str] = {}
-        self._since = time.monotonic()
-
-    def _event(self, type: EventType, data: dict[str, Any]) -> RunEvent:
-        if self.redactor is not None:
-            data = self.redactor.redact_value(data, where=f"event {type.value}", thread_id=self._scope.thread_id)
-        return RunEvent(thread_id=self._scope.thread_id, run_id=self._scope.run_id, type=type, data=data)
-
-    async def emit(self, type: EventType, **data: Any) -> None:
-        await self.acknowledged()
-        event = self._event(type, data)
-        await self._bus.emit(event)
-        if self._states is not None:
-            await self._states.observe(event)
-
-    async def emit_soon(self, type: EventType, **data: Any) -> None:
-        """Publish an event that changes no thread state; its acknowledgement is awaited later."""
-        self._pending.append(await self._bus.emit_soon(self._event(type, data)))
-        if len(self._pending) >= PENDING_EVENTS:
-            await self.acknowledged()
-
-    async def acknowledged(self) -> None:
-        """Wait until every event published so far is stored."""
-        pending, self._pending = self._pending, []
-        await self._bus.acknowledged(pending)
-
-    def abandon(self) -> None:
-        """Stop waiting for the acknowledgements still outstanding (after a run that failed)."""
-        for future in self._pending:
-            if not future.done():
-                future.cancel()
-            elif not future.cancelled():
-                future.exception()  # retrieved, so that asyncio does not log it as lost
-        self._pending.clear()
-
-    async def from_update(self, update: Any) -> None:
-        """Events for one graph step's update: a model call, or the tool calls it answered."""
-        if not isinstance(update, dict):
-            return
-        # The time since the previous step: for a model step, how long the model call took.
-        now, since = time.monotonic(), self._since
-        self._since = now
-        for node, change in update.items():
-            for message in _messages(change):
-                # A stop message stands in for a model call that was not made.
-                if node == "model" and isinstance(message, AIMessage) and stop_reason([message]) is None:
-                    arguments = [_brief(call["args"]) for call in message.tool_calls]
-                    for call, brief in zip(message.tool_calls, arguments, strict=True):
-                        if call.get("id"):
-                            self._arguments[str(call["id"])] = brief
-                    await self.emit_soon(
-                        EventType.MODEL_CALL,
-                        tool_calls=[call["name"] for call in message.tool_calls],
-                        arguments=arguments,
-                        text=message.text[:500],
-                        **_usage(message),
-                        seconds=round(now - since, 3),
-                    )
-                elif node == "tools" and isinstance(message, ToolMessage):
-                    await self.emit_soon(
-                        EventType.TOOL_CALL,
-                        name=message.name,
-                        status=message.status,
-                        output=message.text[:500],
-                        arguments=self._arguments.pop(message.tool_call_id, None),
-                        **_exit_code(message),
-                    )
-
-
-_EXIT_CODE = re.compile(r"\[Command (?:succeeded|failed) with exit code (-?\d+)\]")
-
-
-def _usage(message: AIMessage) -> dict[str, Any]:
-    """A model call's tokens and cost for its event: as recorded at the call
-    (:mod:`drydock.usage.recorder`), else the tokens the reply reports, cost unknown."""
-    recorded = message.response_metadata.get(USAGE_METADATA_KEY)
-    if isinstance(recorded, dict):
-        return {key: value for key, value in recorded.items() if key != "model"}
-    usage: Mapping[str, Any] = message.usage_metadata or {}
-    return {"input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens"), "cost_usd": None}
-
-
-def _exit_code(message: ToolMessage) -> dict[str, int]:
-    """The exit code of deepagents' ``execute``: from the message's artifact, else from the
-    status line of its output (which the event's shortened output may have lost)."""
-    artifact = message.artifact
-    if isinstance(artifact, dict) and isinstance(artifact.get("exit_code"), int):
-        return {"exit_code": artifact["exit_code"]}
-    found = _EXIT_CODE.findall(message.text)
-    return {"exit_code": int(found[-1])} if found else {}
-
-
-def _messages(change: Any) -> list[BaseMessage]:
-    changes = change if isinstance(change, list) else [change]
-    found: list[BaseMessage] = []
-    for item in changes:
-        messages = item.get("messages") if isinstance(item, dict) else None
-        if isinstance(messages, list):
-            found += [m for m in messages if isinstance(m, BaseMessage)]
-    return found
-
-
-def _brief(arguments: Mapping[str, Any]) -> str:
-    """A tool call's arguments for an event: JSON, cut short."""
-    text = json.dumps(arguments, ensure_ascii=False, default=str)
-    return text if len(text) <= 300 else text[:299] + "…"
 
 
 def _last_text(messages: Sequence[BaseMessage]) -> str:

@@ -1,6 +1,6 @@
 """A whole agent worker for one role: the wake consumer, the thread runner, and everything a
 run needs, wired from a service's runtime. The coder, reviewer and analyzer workers differ only
-in their role, their graph (from ``langgraph.json``) and their tool list."""
+in their role's spec (:mod:`drydock.worker.roles`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import httpx
@@ -29,9 +29,10 @@ from drydock.sandbox.snapshots import SnapshotStore
 from drydock.telemetry.langsmith import keep_untraced_bookkeeping_inline
 from drydock.telemetry.logging import configuration_gap
 from drydock.threads import Inbox, Leases
-from drydock.worker.agent_runs import AgentRuns, RoleHooks, RunParts
+from drydock.worker.agent_runs import AgentRuns, RunParts
 from drydock.worker.dead_letters import DeadLetterOffice
 from drydock.worker.lease_sweeper import LeaseSweeper
+from drydock.worker.role_spec import RoleSpec
 from drydock.worker.thread_runner import ThreadRunner
 from drydock.worker.wake_consumer import WakeConsumer
 
@@ -78,16 +79,13 @@ def _credentials(runtime: Runtime) -> tuple[SandboxCredentials, ProxyCredentials
 @contextlib.asynccontextmanager
 async def agent_worker(
     runtime: Runtime,
-    role: Role,
-    tool_names: Sequence[str],
+    spec: RoleSpec,
     *,
     manifest: Manifest | None = None,
     owner: str | None = None,
     outbound: Outbound | None = None,
-    hooks: RoleHooks | None = None,
 ) -> AsyncIterator[AgentWorker]:
-    """Build the worker of ``role`` on ``runtime``; close what it opened on exit. ``hooks`` are
-    where the role's runs differ from the coder's (:class:`~drydock.worker.agent_runs.RoleHooks`).
+    """Build the worker of the role ``spec`` declares on ``runtime``; close what it opened on exit.
 
     Raises :class:`~drydock.models.ModelError` when the configured default or fallback model is
     not in the catalog, and :class:`~drydock.graphs.manifest.ManifestError` when the role has no
@@ -95,7 +93,8 @@ async def agent_worker(
     """
     settings = runtime.settings
     keep_untraced_bookkeeping_inline()
-    factory = (manifest or Manifest.load()).graph_factory(role)
+    role = spec.role
+    factory = (manifest or Manifest.load()).graph_factory(spec.graph)
     models = Models(settings.models)
     if not models.configured:
         configuration_gap(
@@ -118,9 +117,8 @@ async def agent_worker(
         stack.push_async_callback(sandboxes.aclose)
         runs = AgentRuns(
             RunParts(
-                role=role,
+                spec=spec,
                 factory=factory,
-                tool_names=tool_names,
                 settings=settings,
                 bus=runtime.bus,
                 redis=runtime.redis,
@@ -131,7 +129,6 @@ async def agent_worker(
                 models=models,
                 http=http,
                 snapshots=snapshots,
-                hooks=hooks or RoleHooks(),
             )
         )
         runner = ThreadRunner(

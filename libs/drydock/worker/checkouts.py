@@ -1,0 +1,97 @@
+"""A run's checkout of its thread's repository in the sandbox: the clone (through the
+credential proxy), the snapshot after each turn, and the record of its changes for the dashboard."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import replace
+
+import structlog
+
+from drydock.errors import describe
+from drydock.redaction import Redactor
+from drydock.sandbox.backend import SandboxBackend
+from drydock.sandbox.snapshots import SnapshotStore
+from drydock.threads.changes import ThreadChanges, diff_script, parse
+from drydock.threads.checkout import Checkout
+from drydock.worker.clone_retries import RETRY_WINDOW, clone_with_retries
+from drydock.worker.role_spec import RunEnded
+
+log = structlog.get_logger(__name__)
+
+
+class Checkouts:
+    """Clones, snapshots and records the changes of run checkouts for one worker."""
+
+    def __init__(
+        self,
+        *,
+        host: str,
+        changes: ThreadChanges,
+        snapshots: SnapshotStore | None = None,
+        clone_window: float = RETRY_WINDOW,
+    ) -> None:
+        self.host = host
+        self.clone_window = clone_window
+        """Seconds a clone retries transient failures before the run fails for a redelivery."""
+        self.changes = changes
+        self.snapshots = snapshots
+        """Saves the checkout at the end of each turn, so a recreated sandbox gets unpushed work back."""
+
+    async def snapshot(self, thread_id: str, backend: SandboxBackend, checkout: Checkout) -> None:
+        if self.snapshots is None:
+            return
+        relative = checkout.path.removeprefix(backend.handle.workspace.rstrip("/") + "/")
+        try:
+            await self.snapshots.save(thread_id, backend, repo_dir=relative)
+        except Exception as error:
+            # The run's work is done and checkpointed; a missing snapshot only matters if this
+            # sandbox is lost before the next one, so it must not fail the run.
+            log.warning("snapshot after the turn failed", thread_id=thread_id, error=repr(error))
+
+    async def record_changes(
+        self, thread_id: str, backend: SandboxBackend, checkout: Checkout, redactor: Redactor
+    ) -> None:
+        try:
+            result = await backend.run(diff_script(checkout.path, checkout.default_branch), time_limit=60)
+            changes = parse(result.output) if result.exit_code == 0 else None
+            if changes is None:
+                log.warning("reading the checkout's changes failed", thread_id=thread_id, exit_code=result.exit_code)
+                return
+            where = "the checkout's changes"
+            changes = replace(changes, patch=redactor.redact(changes.patch, where=where, thread_id=thread_id))
+            await self.changes.save(thread_id, changes)
+        except Exception as error:
+            # The dashboard's diff view is a convenience: the run's outcome must not depend on it.
+            log.warning("recording the checkout's changes failed", thread_id=thread_id, error=describe(error))
+
+    async def clone(self, backend: SandboxBackend, repository: str) -> Checkout:
+        """Clone ``repository`` into the sandbox's workspace unless it is there (through the
+        credential proxy, by the grant's git rules; a transient failure is retried, and one that
+        lasts raises :class:`~drydock.worker.clone_retries.CloneUnavailable` so that the wake is
+        redelivered); read its default branch and root AGENTS.md."""
+        path = f"{backend.handle.workspace.rstrip('/')}/{repository.rsplit('/', 1)[-1]}"
+        url = f"https://{self.host}/{repository}.git"
+        where = shlex.quote(path)
+        script = "\n".join(
+            [
+                "set -e",
+                f"if [ ! -d {where}/.git ]; then git clone --quiet {shlex.quote(url)} {where}; fi",
+                f"git -C {where} symbolic-ref --quiet --short refs/remotes/origin/HEAD || true",
+            ]
+        )
+        result = await clone_with_retries(
+            lambda: backend.run(script, time_limit=600),
+            repository=repository,
+            thread_id=backend.handle.thread_id,
+            window=self.clone_window,
+        )
+        if result.exit_code != 0:
+            tail = result.output.strip()[-600:]
+            raise RunEnded(f"I could not clone {repository} into my sandbox:\n```\n{tail}\n```")
+        default_branch = (
+            result.output.strip().splitlines()[-1].removeprefix("origin/") if result.output.strip() else None
+        )
+        agents_md = (await backend.adownload_files([f"{path}/AGENTS.md"]))[0]
+        instructions = agents_md.content.decode(errors="replace") if agents_md.content is not None else None
+        return Checkout(repository=repository, path=path, default_branch=default_branch, instructions=instructions)
