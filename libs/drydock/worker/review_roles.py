@@ -34,7 +34,6 @@ from drydock.review.analysis import (
 from drydock.review.checkouts import AnalysisCheckout, ReviewCheckout
 from drydock.review.guidelines import GuidelinesStore
 from drydock.review.target import ReviewTarget, ReviewTargets, fetch_target
-from drydock.threads.fields import REPLY_TO
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.worker.agent_runs import RoleHooks, RunEnded, RunSetup, RunSkipped
 
@@ -125,8 +124,7 @@ async def _status_at_head(setup: RunSetup, target: ReviewTarget) -> ReplyAddress
         return reply_to
     address = {k: v for k, v in reply_to.address.items() if k != "check_run_id"} | {"head_sha": target.head_sha}
     moved = reply_to.model_copy(update={"address": address})
-    metadata = ThreadMetadataStore(setup.parts.redis, setup.parts.keys)
-    await metadata.update(setup.scope.thread_id, lambda _fields: {REPLY_TO: moved.model_dump_json()})
+    await ThreadMetadataStore(setup.parts.redis, setup.parts.keys).set_reply_to(setup.scope.thread_id, moved)
     return moved
 
 
