@@ -12,10 +12,10 @@ touches a thread's hash (``tests/test_store_keys.py`` checks it).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from enum import Enum
-from typing import Any, TypeVar, cast
+from functools import cached_property
+from typing import Any, cast
 
 import structlog
 from pydantic import ValidationError
@@ -50,7 +50,10 @@ from drydock.threads.index import FACETS, SEPARATOR, index_entry
 
 log = structlog.get_logger(__name__)
 
-_E = TypeVar("_E", bound=Enum)
+# Looked up in dicts: calling an enum with a value costs more than the rest of a field's parse.
+_ROLES = {role.value: role for role in Role}
+_CHANNELS = {channel.value: channel for channel in Channel}
+_STATES = {state.value: state for state in ThreadState}
 
 Changes = Mapping[str, str | None]
 """Fields to set; ``None`` deletes the field."""
@@ -133,13 +136,6 @@ class UpdateConflict(RuntimeError):
     """A compare-and-set update lost to concurrent writers more times than it may retry."""
 
 
-def _member(enum: type[_E], raw: str | None) -> _E | None:
-    try:
-        return enum(raw)
-    except ValueError:
-        return None
-
-
 def _text(fields: Mapping[str, str], name: str) -> str | None:
     return fields.get(name) or None
 
@@ -165,13 +161,14 @@ def _reply_to(thread_id: str, raw: str | None) -> ReplyAddress | None:
 @dataclass(frozen=True)
 class ThreadMetadata:
     """A thread's metadata, parsed once from its hash (:mod:`drydock.threads.fields` names the
-    fields). An empty field reads as ``None``; so does a value that does not parse."""
+    fields; the reply address is validated on first use, as a list of threads rarely needs it).
+    An empty field reads as ``None``; so does a value that does not parse."""
 
     thread_id: str
     kind: Role
     channel: Channel | None = None
-    reply_to: ReplyAddress | None = None
-    """Where the thread answers: its source conversation."""
+    raw_reply_to: str | None = field(default=None, repr=False)
+    """The reply address as stored (JSON); read :attr:`reply_to`."""
     repository: str | None = None
     owner: str | None = None
     """The triggering Drydock user; ``None`` when the author is trusted through an organization."""
@@ -191,14 +188,14 @@ class ThreadMetadata:
     @classmethod
     def parse(cls, thread_id: str, fields: Mapping[str, str]) -> ThreadMetadata:
         """The record of a thread's hash; :class:`UnreadableMetadata` without a known kind."""
-        kind = _member(Role, fields.get(KIND))
+        kind = _ROLES.get(fields.get(KIND, ""))
         if kind is None:
             raise UnreadableMetadata(thread_id, f"no known kind ({fields.get(KIND)!r})")
         return cls(
             thread_id=thread_id,
             kind=kind,
-            channel=_member(Channel, fields.get(CHANNEL)),
-            reply_to=_reply_to(thread_id, fields.get(REPLY_TO)),
+            channel=_CHANNELS.get(fields.get(CHANNEL, "")),
+            raw_reply_to=fields.get(REPLY_TO),
             repository=_text(fields, REPOSITORY),
             owner=_text(fields, OWNER),
             author=_text(fields, AUTHOR),
@@ -207,7 +204,7 @@ class ThreadMetadata:
             created_by=_text(fields, CREATED_BY),
             model=_text(fields, MODEL),
             effort=_text(fields, EFFORT),
-            state=_member(ThreadState, fields.get(STATE)),
+            state=_STATES.get(fields.get(STATE, "")),
             last_activity=_moment(fields, LAST_ACTIVITY),
             outcome=_text(fields, OUTCOME),
             title=_text(fields, TITLE),
@@ -218,6 +215,11 @@ class ThreadMetadata:
         """The record from the reply to :meth:`ThreadMetadataStore.queue_find`; ``None`` for no thread."""
         fields = cast(dict[str, str], reply)
         return cls.parse(thread_id, fields) if fields else None
+
+    @cached_property
+    def reply_to(self) -> ReplyAddress | None:
+        """Where the thread answers: its source conversation (parsed on first use, once)."""
+        return _reply_to(self.thread_id, self.raw_reply_to)
 
     def require_reply_to(self) -> ReplyAddress:
         """The reply address, which every thread is created with; :class:`UnreadableMetadata`
@@ -245,7 +247,7 @@ class KnownThread:
     @classmethod
     def from_reply(cls, reply: Any) -> KnownThread | None:
         kind, repository = cast(list[str | None], reply)
-        role = _member(Role, kind)
+        role = _ROLES.get(kind or "")
         return cls(role, repository or None) if role is not None else None
 
 
@@ -322,7 +324,7 @@ class ThreadMetadataStore:
 
     async def state(self, thread_id: str) -> ThreadState | None:
         raw = cast(str | None, await self._redis.hget(self._keys.thread(thread_id), STATE))
-        return _member(ThreadState, raw)
+        return _STATES.get(raw or "")
 
     async def scan(self, *, batch: int = 500) -> AsyncIterator[tuple[str, dict[str, str]]]:
         """Every thread's id and fields as stored, for indexing threads created before the index
