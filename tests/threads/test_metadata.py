@@ -39,7 +39,6 @@ class TestCreate:
     async def test_create_then_get(self, store: ThreadMetadataStore, thread_id: str) -> None:
         await store.create(thread_id, kind=Role.REVIEWER, fields={"repository": "acme/widgets"})
         assert await store.get(thread_id) == ThreadMetadata(thread_id, Role.REVIEWER, repository="acme/widgets")
-        assert await store.kind(thread_id) is Role.REVIEWER
 
     async def test_create_twice_fails(self, store: ThreadMetadataStore, thread_id: str) -> None:
         await store.create(thread_id, kind=Role.CODER)

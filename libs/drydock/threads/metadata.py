@@ -319,9 +319,6 @@ class ThreadMetadataStore:
         :meth:`KnownThread.from_reply` decodes its reply."""
         pipe.hmget(self._keys.thread(thread_id), [KIND, REPOSITORY])
 
-    async def kind(self, thread_id: str) -> Role:
-        return (await self.get(thread_id)).kind
-
     async def state(self, thread_id: str) -> ThreadState | None:
         raw = cast(str | None, await self._redis.hget(self._keys.thread(thread_id), STATE))
         return _STATES.get(raw or "")
