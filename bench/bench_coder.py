@@ -136,9 +136,6 @@ class Endings:
     def has_completed(self, thread_id: str, runs: int) -> bool:
         return self.completed.get(thread_id, 0) >= runs
 
-    async def wait_completed(self, runs: int, within: float) -> None:
-        await self.wait(lambda: sum(self.completed.values()) >= runs, within)
-
     async def wait(self, done: Callable[[], bool], within: float) -> None:
         async with asyncio.timeout(within):
             while not done():

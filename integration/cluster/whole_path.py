@@ -38,7 +38,6 @@ from drydock.bus.streams import EVENTS_STREAM
 from drydock.config import load_settings
 from drydock.embedded import REDIS_USER
 from drydock.runtime import Runtime, open_runtime
-from drydock.threads.fields import SANDBOX_ID
 from drydock.threads.metadata import ThreadMetadataStore
 from integration.cluster.release import ClusterUnavailable, Release, chart_for_cluster, helm_binary, kubectl
 from tests.fakes import signing
@@ -189,7 +188,7 @@ class ClusterStage:
         return sum(event.type is EventType.COMPLETED and not event.data.get("skipped") for event in events) >= runs
 
     async def sandbox_id(self, thread_id: str) -> str | None:
-        return (await self.metadata.get(thread_id)).get(SANDBOX_ID)
+        return (await self.metadata.get(thread_id)).sandbox_id
 
     def sandbox_pods(self, selector: str = "") -> list[dict[str, Any]]:
         """The pods in the sandbox namespace (matching the label ``selector``)."""

@@ -24,7 +24,6 @@ from datetime import UTC, datetime, timedelta
 from typing import cast
 
 import structlog
-from pydantic import ValidationError
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
@@ -33,9 +32,8 @@ from drydock.bus.envelopes import Author, Channel, InboxMessage, ReplyAddress
 from drydock.errors import describe
 from drydock.infra.redis import Keys
 from drydock.roles import Role
-from drydock.threads.fields import OWNER, REPLY_TO, REPOSITORY
 from drydock.threads.handoff import hand_off
-from drydock.threads.metadata import ThreadMetadataStore
+from drydock.threads.metadata import ThreadMetadata, ThreadMetadataStore
 
 log = structlog.get_logger(__name__)
 
@@ -197,13 +195,13 @@ class Wakeups:
         metadata = ThreadMetadataStore(self._redis, self._keys)
         fired = 0
         for wakeup in claimed:
-            fields = await metadata.find(wakeup.thread_id)
-            if fields is None:
+            thread = await metadata.find(wakeup.thread_id)
+            if thread is None:
                 log.warning("wake-up for a thread without metadata dropped", thread_id=wakeup.thread_id, id=wakeup.id)
                 await self._delete(wakeup)
                 continue
             try:
-                await hand_off(bus, metadata, wakeup.role, _message(wakeup, fields), reason=WAKE_REASON)
+                await hand_off(bus, metadata, wakeup.role, _message(wakeup, thread), reason=WAKE_REASON)
             except BusUnavailable as error:
                 log.warning("wake-up not delivered; retried later", thread_id=wakeup.thread_id, error=describe(error))
                 break
@@ -226,19 +224,12 @@ class Wakeups:
                 await asyncio.wait_for(stop.wait(), timeout=interval)
 
 
-def _reply_to(wakeup: Wakeup, fields: dict[str, str]) -> ReplyAddress:
+def _reply_to(thread: ThreadMetadata) -> ReplyAddress:
     """Where the thread answers: its source conversation, as its metadata records it."""
-    raw = fields.get(REPLY_TO)
-    if raw:
-        try:
-            return ReplyAddress.model_validate_json(raw)
-        except ValidationError:
-            log.warning("thread metadata holds an unreadable reply address", thread_id=wakeup.thread_id)
-    return ReplyAddress(channel=Channel.SCHEDULER)
+    return thread.reply_to or ReplyAddress(channel=Channel.SCHEDULER)
 
 
-def _message(wakeup: Wakeup, fields: dict[str, str]) -> InboxMessage:
-    reply_to = _reply_to(wakeup, fields)
+def _message(wakeup: Wakeup, thread: ThreadMetadata) -> InboxMessage:
     return InboxMessage(
         delivery_id=f"wakeup-{wakeup.id}",
         thread_id=wakeup.thread_id,
@@ -247,16 +238,14 @@ def _message(wakeup: Wakeup, fields: dict[str, str]) -> InboxMessage:
             channel=Channel.SCHEDULER,
             external_id="scheduler",
             name="Drydock scheduler",
-            user_id=fields.get(OWNER) or None,
+            user_id=thread.owner,
         ),
         text=f"Scheduled wake-up: {wakeup.note}",
-        repository=fields.get(REPOSITORY) or None,
+        repository=thread.repository,
         references={"wakeup_id": wakeup.id, "scheduled_for": wakeup.due_at.isoformat()},
-        reply_to=reply_to,
+        reply_to=_reply_to(thread),
     )
 
-
-# Recurring schedules
 
 # KEYS: due, entries. ARGV: id, first due score, body.
 _ENSURE_SCHEDULE = """
@@ -409,14 +398,14 @@ class Schedules:
         for schedule_id, raw, score in zip(flat[::3], flat[1::3], flat[2::3], strict=True):
             schedule = Schedule.from_json(schedule_id, raw)
             due = datetime.fromtimestamp(float(score), UTC)
-            fields = await metadata.find(schedule.thread_id)
-            if fields is None:
+            thread = await metadata.find(schedule.thread_id)
+            if thread is None:
                 log.warning(
                     "schedule of a thread without metadata skipped", thread_id=schedule.thread_id, id=schedule_id
                 )
             else:
                 try:
-                    await hand_off(bus, metadata, schedule.role, _scheduled(schedule, due, fields), reason="schedule")
+                    await hand_off(bus, metadata, schedule.role, _scheduled(schedule, due, thread), reason="schedule")
                 except BusUnavailable as error:
                     log.warning(
                         "schedule not delivered; retried later", thread_id=schedule.thread_id, error=describe(error)
@@ -445,19 +434,14 @@ class Schedules:
                 await asyncio.wait_for(stop.wait(), timeout=interval)
 
 
-def _scheduled(schedule: Schedule, due: datetime, fields: dict[str, str]) -> InboxMessage:
-    raw = fields.get(REPLY_TO)
-    reply_to = ReplyAddress(channel=Channel.SCHEDULER)
-    if raw:
-        with contextlib.suppress(ValidationError):
-            reply_to = ReplyAddress.model_validate_json(raw)
+def _scheduled(schedule: Schedule, due: datetime, thread: ThreadMetadata) -> InboxMessage:
     return InboxMessage(
         delivery_id=f"schedule-{schedule.id}-{int(due.timestamp())}",
         thread_id=schedule.thread_id,
         channel=Channel.SCHEDULER,
         author=Author(channel=Channel.SCHEDULER, external_id="scheduler", name="Drydock scheduler"),
         text=f"Scheduled: {schedule.note}",
-        repository=fields.get(REPOSITORY) or None,
+        repository=thread.repository,
         references={**schedule.references, "schedule_id": schedule.id, "scheduled_for": due.isoformat()},
-        reply_to=reply_to,
+        reply_to=_reply_to(thread),
     )

@@ -35,8 +35,7 @@ from drydock.channels.errors import ChannelNotConfigured
 from drydock.credentials import Grant
 from drydock.credentials.upstream_token import UpstreamToken
 from drydock.errors import describe
-from drydock.threads.approvals import PushHold, State, change_id, held_push_notice, plan_required, reply_address
-from drydock.threads.fields import OWNER
+from drydock.threads.approvals import PushHold, State, change_id, held_push_notice, plan_required
 from services.credential_proxy.context import ProxyContext
 from services.credential_proxy.forwarding import forward
 from services.credential_proxy.grant_auth import refusal
@@ -66,8 +65,8 @@ async def plan_denial(ctx: ProxyContext, grant: Grant) -> Denial | None:
     """Why the grant's thread may not push yet under plan approval, or ``None`` if it may."""
     if grant.repository is None:
         return None
-    metadata = await ctx.metadata.find(grant.thread_id) or {}
-    owner = metadata.get(OWNER, "")
+    thread = await ctx.metadata.find(grant.thread_id)
+    owner = thread.owner if thread is not None else None
     profile: UserProfile | None = await ctx.accounts.profile(owner) if owner else None
     if not plan_required(await ctx.accounts.repository(grant.repository), profile):
         return None
@@ -157,7 +156,8 @@ async def _announce(ctx: ProxyContext, grant: Grant, hold: PushHold) -> None:
         await ctx.runtime.bus.emit(RunEvent(thread_id=grant.thread_id, run_id="", type=EventType.PUSH_HELD, data=data))
     except BusUnavailable as error:
         log.error("push_held event not published", thread_id=grant.thread_id, error=describe(error))
-    address = reply_address(await ctx.metadata.find(grant.thread_id) or {})
+    thread = await ctx.metadata.find(grant.thread_id)
+    address = thread.reply_to if thread is not None else None
     if address is None or ctx.notices is None:
         return
     try:

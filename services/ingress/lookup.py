@@ -11,6 +11,7 @@ from typing import Any
 
 from drydock.accounts import AccountsStore, Provider, RepositorySettings, TeamDefaults
 from drydock.infra.redis import Batch, BatchConnections, Keys, Queue
+from drydock.threads.metadata import KnownThread, ThreadMetadataStore
 from drydock.threads.pr_records import PullRequestRecords
 from services.ingress.dedup import ClaimResult, Deliveries, claim_result
 
@@ -18,12 +19,6 @@ from services.ingress.dedup import ClaimResult, Deliveries, claim_result
 # string, so this saves a validation per delivery without ever answering from a stale value.
 _team = functools.lru_cache(maxsize=16)(TeamDefaults.from_json)
 _repository = functools.lru_cache(maxsize=1024)(RepositorySettings.from_json)
-
-
-@dataclass(frozen=True)
-class ThreadState:
-    kind: str
-    repository: str | None
 
 
 @dataclass
@@ -39,7 +34,7 @@ class Lookup:
     pr_threads: dict[tuple[str, int], str | None] = field(default_factory=dict)
     branch_threads: dict[tuple[str, str], str | None] = field(default_factory=dict)
     short_threads: dict[str, str | None] = field(default_factory=dict)
-    threads: dict[str, ThreadState | None] = field(default_factory=dict)
+    threads: dict[str, KnownThread | None] = field(default_factory=dict)
     finding_threads: dict[tuple[str, str], str | None] = field(default_factory=dict)
     """The reviewer thread whose finding a review comment carries, by repository and comment id."""
 
@@ -57,12 +52,14 @@ class LookupBatch:
         deliveries: Deliveries,
         accounts: AccountsStore,
         records: PullRequestRecords,
+        metadata: ThreadMetadataStore,
     ) -> None:
         self._batches = batches
         self._keys = keys
         self._deliveries = deliveries
         self._accounts = accounts
         self._records = records
+        self._metadata = metadata
         self._host = accounts.host
         self._steps: list[tuple[Callable[[Queue], object], Callable[[Lookup, Any], None]]] = []
         self._seen: set[tuple[str, ...]] = set()
@@ -112,7 +109,7 @@ class LookupBatch:
             def store_short(lookup: Lookup, reply: Any) -> None:
                 lookup.short_threads[short] = reply
 
-            self._add(("short", short), lambda p: p.get(self._keys.thread_short_id(short)), store_short)
+            self._add(("short", short), lambda p: self._records.queue_thread_for_short_id(p, short), store_short)
 
     def finding_comment(self, full_name: str, comment_id: str) -> None:
         def store(lookup: Lookup, reply: Any) -> None:
@@ -126,10 +123,9 @@ class LookupBatch:
 
     def thread(self, thread_id: str) -> None:
         def store(lookup: Lookup, reply: Any) -> None:
-            kind, repository = reply
-            lookup.threads[thread_id] = ThreadState(kind, repository or None) if kind else None
+            lookup.threads[thread_id] = KnownThread.from_reply(reply)
 
-        self._add(("thread", thread_id), lambda p: p.hmget(self._keys.thread(thread_id), ["kind", "repository"]), store)
+        self._add(("thread", thread_id), lambda p: self._metadata.queue_known(p, thread_id), store)
 
     async def execute(self, channel: str, delivery_id: str) -> Lookup:
         """Claim the delivery and run every read; one round trip."""

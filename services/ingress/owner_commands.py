@@ -53,8 +53,7 @@ class OwnerCommands:
         """The owner's ``approve`` for the thread; a refusal's answer for anyone else."""
         if self.approvals is None:
             return Outcome(answer=UNAVAILABLE_TEXT)
-        metadata = await self.metadata.find(thread_id) or {}
-        if not is_owner(metadata, user_id=user_id, author=author):
+        if not is_owner(await self.metadata.find(thread_id), user_id=user_id, author=author):
             log.warning("approval by a non-owner refused", thread_id=thread_id, user_id=user_id, author=author)
             return Outcome(answer=NOT_OWNER_TEXT)
         by = user_id or author

@@ -71,7 +71,7 @@ class TestThreadPages:
         answer = await ada.form("/threads/new", {"repository": "acme/widgets", "prompt": "Fix add()", "model": ""})
         assert answer.status_code == 303
         thread_id = answer.headers["location"].removeprefix("/threads/")
-        assert (await site.metadata.get(thread_id))["title"] == "Fix add()"
+        assert (await site.metadata.get(thread_id)).title == "Fix add()"
 
     async def test_a_wrong_model_re_renders_the_form_with_the_error(self, site: Site) -> None:
         await site.enable()

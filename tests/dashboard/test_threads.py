@@ -11,13 +11,14 @@ from datetime import UTC, datetime
 import pytest
 
 from drydock.bus import BusUnavailable, EventType, InboxMessage, Wake, subjects
+from drydock.bus.envelopes import Channel
 from drydock.bus.streams import RUNS_STREAM
 from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role
 from drydock.sandbox.handle import SandboxHandle
 from drydock.sandbox.records import SandboxRecords
 from drydock.threads import Inbox
-from drydock.threads.fields import CHANNEL, KIND, MODEL, OWNER, SANDBOX_ID, STATE, TITLE
+from drydock.threads.fields import SANDBOX_ID, ThreadState
 from drydock.threads.pr_records import PullRequestRecord, PullRequestRecords
 from drydock.threads.stops import StopRequests
 from tests.dashboard.conftest import Site, SiteFactory
@@ -59,9 +60,9 @@ class TestCreate:
             "model": "gpt-5", "effort": None, "outcome": None, "last_activity": None, "pull_request": None,
         }  # fmt: skip
         assert created["last_activity"] >= created["created_at"]
-        fields = await site.metadata.get(thread_id)
-        assert (fields[KIND], fields[CHANNEL], fields[OWNER], fields[MODEL], fields[TITLE], fields[STATE]) == (
-            "coder", "dashboard", "dev-ada", "gpt-5", "Fix add() in calc.py", "queued",
+        thread = await site.metadata.get(thread_id)
+        assert (thread.kind, thread.channel, thread.owner, thread.model, thread.title, thread.state) == (
+            Role.CODER, Channel.DASHBOARD, "dev-ada", "gpt-5", "Fix add() in calc.py", ThreadState.QUEUED,
         )  # fmt: skip
         [message] = await inbox(site, thread_id)
         assert (message.text, message.author.user_id, message.reply_to.channel.value) == (

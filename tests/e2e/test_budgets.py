@@ -12,7 +12,6 @@ from drydock.budgets import ActiveRuns
 from drydock.bus import EventType
 from drydock.threads import ids
 from drydock.threads.continuation import Continuations
-from drydock.threads.fields import SANDBOX_ID
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.usage import CallUsage, UsageLedger, UsageScope
 from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, SLACK_SECRET, Stage, pipeline
@@ -185,8 +184,8 @@ class TestDayBudget:
                 f"I paused at the day budget of $1.00 for {REPOSITORY}: I spent $1.25 today (UTC)."
             )
             assert stage.model.requests == []
-            fields = await ThreadMetadataStore(stage.runtime.redis, stage.runtime.keys).get(THREAD)
-            assert not fields.get(SANDBOX_ID)
+            thread = await ThreadMetadataStore(stage.runtime.redis, stage.runtime.keys).get(THREAD)
+            assert thread.sandbox_id is None
             root = stage.settings.sandbox.local_root
             assert root is not None
             assert not await asyncio.to_thread(lambda: any(Path(root).glob("sbx-*")))

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from drydock.bus import EventType
 from drydock.threads import ids
-from drydock.threads.fields import EFFORT, MODEL, SANDBOX_ID
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.threads.pr_records import branch_name
 from drydock.worker.roles.coder import TOOLS as CODER_TOOLS
@@ -131,8 +130,8 @@ class TestMentionToPullRequest:
 
             assert [request.model for request in stage.model.requests] == ["o3", "o3"]
             assert {request.body.get("reasoning_effort") for request in stage.model.requests} == {"high"}
-            fields = await ThreadMetadataStore(stage.runtime.redis, stage.runtime.keys).get(thread_id)
-            assert (fields[MODEL], fields[EFFORT]) == ("o3", "high")
+            thread = await ThreadMetadataStore(stage.runtime.redis, stage.runtime.keys).get(thread_id)
+            assert (thread.model, thread.effort) == ("o3", "high")
 
     async def test_a_follow_up_mid_run_is_injected_before_the_next_model_call(self, tmp_path: Path) -> None:
         script = (
@@ -169,7 +168,7 @@ class TestMentionToPullRequest:
             await stage.deliver_github("issue_comment", mention(stage, "@drydock please fix add()"))
             await eventually(lambda: completed(stage, thread_id), within=60, what="the first run")
             metadata = ThreadMetadataStore(stage.runtime.redis, stage.runtime.keys)
-            sandbox = (await metadata.get(thread_id))[SANDBOX_ID]
+            sandbox = (await metadata.get(thread_id)).sandbox_id
             pull = stage.github.state.pulls_of(REPOSITORY)[0]
 
             question = "@drydock which branch is this on?"
@@ -190,7 +189,7 @@ class TestMentionToPullRequest:
             assert response.status_code == 200, response.text
             await eventually(lambda: completed(stage, thread_id, runs=2), within=60, what="the second run")
 
-            assert (await metadata.get(thread_id))[SANDBOX_ID] == sandbox
+            assert (await metadata.get(thread_id)).sandbox_id == sandbox
             branch_answer = stage.model.requests[-1].messages[-1]
             assert BRANCH in branch_answer["content"]
             assert "which branch is this on?" in stage.model.requests[-2].texts("user")[-1]

@@ -301,9 +301,6 @@ class FakeLinear(LoopbackServer):
         return f"{self.base_url}/graphql"
 
 
-# Webhook payloads Linear sends
-
-
 def _envelope(kind: str, action: str, organization: str) -> dict[str, Any]:
     return {
         "type": kind,

@@ -238,9 +238,6 @@ class FakeSlack(LoopbackServer):
         return f"{self.base_url}/api/"
 
 
-# Payloads Slack sends to the app
-
-
 _event_ids = itertools.count(1)
 
 

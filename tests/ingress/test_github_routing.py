@@ -3,8 +3,6 @@ what the reviewer and the autofix controller receive."""
 
 from __future__ import annotations
 
-import json
-
 from structlog.testing import capture_logs
 
 from drydock.accounts import Provider, RepositorySettings
@@ -57,9 +55,9 @@ class TestTriggers:
             }
             assert await running.wakes(Role.CODER, thread_id) == 1
             metadata = await running.metadata.get(thread_id)
-            assert metadata["kind"] == "coder"
-            assert metadata["repository"] == f"{ORG}/{repo}"
-            assert json.loads(metadata["reply_to"])["address"]["number"] == "3"
+            assert metadata.kind is Role.CODER
+            assert metadata.repository == f"{ORG}/{repo}"
+            assert metadata.require_reply_to().address["number"] == "3"
 
     async def test_an_opened_issue_that_mentions_the_agent_starts_a_thread(
         self, start_ingress: StartIngress, repo: str
@@ -232,7 +230,7 @@ class TestReviewer:
             assert message.text == "Pull request #50 opened: Add cache"
             assert await running.wakes(Role.REVIEWER, reviewer) == 1
             assert await running.wakes(Role.CODER, reviewer) == 0
-            assert (await running.metadata.get(reviewer))["kind"] == "reviewer"
+            assert (await running.metadata.get(reviewer)).kind is Role.REVIEWER
             forwarded = await running.github_event("pull_request", request.delivery_id)
             assert forwarded is not None
             assert forwarded.action == "opened"
@@ -328,7 +326,7 @@ class TestReviewMentions:
             (message,) = await running.inbox(reviewer)
             assert message.trigger is Trigger.REVIEW_REQUEST
             assert message.reply_to.address["number"] == "57"
-            assert (await running.metadata.get(reviewer))["kind"] == "reviewer"
+            assert (await running.metadata.get(reviewer)).kind is Role.REVIEWER
             assert await running.wakes(Role.REVIEWER, reviewer) == 1
 
     async def test_without_review_enabled_the_mention_goes_to_the_coder(

@@ -12,7 +12,6 @@ from drydock.channels.outbound import Outbound
 from drydock.config import Settings
 from drydock.roles import Role
 from drydock.threads import ids
-from drydock.threads.fields import EFFORT, MODEL
 from tests.fakes import linear as fake_linear
 from tests.fakes import signing
 from tests.fakes import slack as fake_slack
@@ -56,21 +55,21 @@ class TestSlack:
             thread_id = ids.slack_thread(fake_slack.TEAM, CHANNEL, root)
             await running.send(slack_mention(f"model=o3 effort=high fix it repo:{ORG}/{repo}", at=root))
             fields = await running.metadata.get(thread_id)
-            assert (fields[MODEL], fields[EFFORT]) == ("o3", "high")
+            assert (fields.model, fields.effort) == ("o3", "high")
             assert await running.wakes(Role.CODER, thread_id) == 1
 
             await running.send(slack_mention("and the docs too", at=ts(), thread_ts=root))
             fields = await running.metadata.get(thread_id)
-            assert (fields[MODEL], fields[EFFORT]) == ("o3", "high")
+            assert (fields.model, fields.effort) == ("o3", "high")
 
             await running.send(slack_mention("model=gpt-4.1 now", at=ts(), thread_ts=root))
             fields = await running.metadata.get(thread_id)
-            assert fields[MODEL] == "gpt-4.1"
-            assert EFFORT not in fields
+            assert fields.model == "gpt-4.1"
+            assert fields.effort is None
 
             await running.send(slack_mention("effort=low", at=ts(), thread_ts=root))
             fields = await running.metadata.get(thread_id)
-            assert (fields[MODEL], fields[EFFORT]) == ("gpt-4.1", "low")
+            assert (fields.model, fields.effort) == ("gpt-4.1", "low")
             assert len(await running.inbox(thread_id)) == 4
 
     async def test_an_unknown_model_is_answered_with_the_valid_ones_and_starts_nothing(
@@ -107,7 +106,7 @@ class TestGithub:
                 signing.github(GITHUB_SECRET, "issue_comment", webhooks.issue_comment(ORG, repo, 3, body))
             )
             fields = await running.metadata.get(ids.github_issue(HOST, ORG, repo, 3))
-            assert (fields[MODEL], fields[EFFORT]) == ("gpt-5-mini", "minimal")
+            assert (fields.model, fields.effort) == ("gpt-5-mini", "minimal")
 
     async def test_an_effort_the_model_does_not_take_is_answered_on_the_issue(
         self, start_ingress: StartIngress, settings: Settings, repo: str
@@ -138,7 +137,7 @@ class TestGithub:
                 signing.github(GITHUB_SECRET, "issue_comment", webhooks.issue_comment(ORG, repo, 5, body))
             )
             fields = await running.metadata.get(ids.github_issue(HOST, ORG, repo, 5))
-            assert MODEL not in fields
+            assert fields.model is None
 
 
 class TestLinear:
@@ -150,4 +149,4 @@ class TestLinear:
             payload = fake_linear.comment_created(issue, f"@drydock effort=xhigh model=gpt-5.2 repo:{ORG}/{repo}")
             await running.send(signing.linear(LINEAR_SECRET, payload))
             fields = await running.metadata.get(ids.linear_issue(fake_linear.ORGANIZATION, issue.id))
-            assert (fields[MODEL], fields[EFFORT]) == ("gpt-5.2", "xhigh")
+            assert (fields.model, fields.effort) == ("gpt-5.2", "xhigh")

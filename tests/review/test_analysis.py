@@ -28,8 +28,6 @@ from drydock.review.guidelines import Guideline, GuidelineSource, GuidelinesStor
 from drydock.review.target import ReviewTarget, ReviewTargets
 from drydock.roles import Role
 from drydock.scheduler import Schedules
-from drydock.threads.fields import KIND
-from drydock.threads.fields import REPOSITORY as REPOSITORY_FIELD
 from drydock.threads.inbox import Inbox
 from drydock.threads.metadata import ThreadMetadataStore
 from tests.fakes.github.reviews import bot_of, human_review_comment, merge, reviews_of
@@ -112,8 +110,8 @@ class TestRequests:
             bus, redis, keys, host="github.com", repository=repository, mode="bootstrap", requested_by="ada"
         )
         assert thread == analyzer_thread("github.com", repository)
-        fields = await ThreadMetadataStore(redis, keys).get(thread)
-        assert (fields[KIND], fields[REPOSITORY_FIELD]) == (Role.ANALYZER.value, repository)
+        created = await ThreadMetadataStore(redis, keys).get(thread)
+        assert (created.kind, created.repository) == (Role.ANALYZER, repository)
         [stored] = await Inbox(bus).read_after(thread)
         assert stored.message.references["mode"] == "bootstrap"
 

@@ -107,7 +107,7 @@ async def make_manager(
 
 
 async def sandbox_field(metadata: ThreadMetadataStore, thread_id: str) -> str | None:
-    return (await metadata.get(thread_id)).get(SANDBOX_ID)
+    return (await metadata.get(thread_id)).sandbox_id
 
 
 async def thread_sandboxes(records: SandboxRecords, thread_id: str) -> list[str]:

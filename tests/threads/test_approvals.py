@@ -13,6 +13,7 @@ from redis.asyncio import Redis
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import ServerKeys
 from drydock.threads.approvals import Approvals, PushHold, RefUpdate, State, change_id, is_owner
+from drydock.threads.metadata import ThreadMetadata
 
 REPOSITORY = "acme/widgets"
 
@@ -32,11 +33,14 @@ def hold_of(thread_id: str, new: str) -> PushHold:
 
 class TestOwner:
     def test_the_owner_user_or_else_the_author_account(self) -> None:
-        assert is_owner({"owner": "u1", "author": "slack:U1"}, user_id="u1")
-        assert not is_owner({"owner": "u1", "author": "slack:U1"}, user_id="u2", author="slack:U1")
-        assert is_owner({"owner": "", "author": "github:42"}, user_id=None, author="github:42")
-        assert not is_owner({"owner": "", "author": "github:42"}, user_id="u1", author="github:7")
-        assert not is_owner({}, user_id=None, author=None)
+        owned = ThreadMetadata.parse("t", {"kind": "coder", "owner": "u1", "author": "slack:U1"})
+        authored = ThreadMetadata.parse("t", {"kind": "coder", "owner": "", "author": "github:42"})
+        assert is_owner(owned, user_id="u1")
+        assert not is_owner(owned, user_id="u2", author="slack:U1")
+        assert is_owner(authored, user_id=None, author="github:42")
+        assert not is_owner(authored, user_id="u1", author="github:7")
+        assert not is_owner(None, user_id=None, author=None)
+        assert not is_owner(ThreadMetadata.parse("t", {"kind": "coder"}), user_id=None, author=None)
 
 
 class TestPlans:

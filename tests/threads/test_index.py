@@ -13,7 +13,7 @@ from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.threads.fields import CHANNEL, CREATED_AT, KIND, OWNER, REPOSITORY
 from drydock.threads.index import InvalidCursor, ThreadIndex, ThreadPage, ThreadQuery, Visibility
-from drydock.threads.metadata import ThreadMetadataStore
+from drydock.threads.metadata import ThreadExists, ThreadMetadataStore
 from drydock.threads.states import ThreadState, ThreadStates
 
 START = datetime(2026, 3, 1, tzinfo=UTC)
@@ -59,18 +59,19 @@ async def everything(index: ThreadIndex, query: ThreadQuery) -> list[str]:
 
 class TestCreation:
     async def test_a_created_thread_is_listed_and_its_metadata_is_unchanged(
-        self, index: ThreadIndex, metadata: ThreadMetadataStore
+        self, index: ThreadIndex, metadata: ThreadMetadataStore, redis: Redis, keys: Keys
     ) -> None:
         thread_id = await create(metadata, minute=1)
         assert (await index.list(ThreadQuery())).thread_ids == [thread_id]
-        assert set(await metadata.get(thread_id)) == {KIND, REPOSITORY, CHANNEL, OWNER, CREATED_AT}
+        assert set(await redis.hgetall(keys.thread(thread_id))) == {KIND, REPOSITORY, CHANNEL, OWNER, CREATED_AT}
 
-    async def test_ensure_indexes_only_the_thread_it_creates(
+    async def test_creating_twice_indexes_only_the_first(
         self, index: ThreadIndex, metadata: ThreadMetadataStore
     ) -> None:
         thread_id = str(uuid.uuid4())
-        await metadata.ensure(thread_id, kind=Role.CODER, fields={REPOSITORY: "acme/a"})
-        await metadata.ensure(thread_id, kind=Role.CODER, fields={REPOSITORY: "acme/b"})
+        await metadata.create(thread_id, kind=Role.CODER, fields={REPOSITORY: "acme/a"})
+        with pytest.raises(ThreadExists):
+            await metadata.create(thread_id, kind=Role.CODER, fields={REPOSITORY: "acme/b"})
         assert (await index.list(ThreadQuery(repository="acme/a"))).thread_ids == [thread_id]
         assert (await index.list(ThreadQuery(repository="acme/b"))).thread_ids == []
         assert await index.count() == 1
@@ -151,13 +152,13 @@ class TestPages:
 
 class TestBackfill:
     async def test_threads_created_before_the_index_are_added_once(
-        self, index: ThreadIndex, redis: Redis, keys: Keys
+        self, index: ThreadIndex, metadata: ThreadMetadataStore, redis: Redis, keys: Keys
     ) -> None:
         legacy = str(uuid.uuid4())
         await redis.hset(keys.thread(legacy), mapping={KIND: "coder", REPOSITORY: "acme/widgets"})
-        assert await index.backfill() == 1
+        assert await index.backfill(metadata.scan()) == 1
         assert (await index.list(ThreadQuery(repository="acme/widgets"))).thread_ids == [legacy]
-        assert await index.backfill() == 0
+        assert await index.backfill(metadata.scan()) == 0
 
 
 class TestNarrowReaders:

@@ -14,13 +14,13 @@ from redis.asyncio import Redis
 
 from drydock.accounts import AccountsStore, RepositorySettings
 from drydock.bus import Bus
-from drydock.bus.envelopes import Channel, ReplyAddress, Trigger
+from drydock.bus.envelopes import Channel, Trigger
 from drydock.channels.outbound import Outbound
 from drydock.config import Settings
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.threads import ids
-from drydock.threads.fields import CREATED_BY, REPLY_TO, REPOSITORY
+from drydock.threads.fields import CREATED_BY
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.tools import open_pull_request, request_review, update_pull_request
 from drydock.tools.context import ToolContext
@@ -99,9 +99,9 @@ class TestRequest:
             "reviewer_thread": reviewer,
             "already_requested": False,
         }
-        fields = await ThreadMetadataStore(redis, keys).get(reviewer)
-        assert (fields["kind"], fields[REPOSITORY], fields[CREATED_BY]) == ("reviewer", repo, "coder")
-        reply_to = ReplyAddress.model_validate_json(fields[REPLY_TO])
+        created = await ThreadMetadataStore(redis, keys).get(reviewer)
+        assert (created.kind, created.repository, created.created_by) == (Role.REVIEWER, repo, "coder")
+        reply_to = created.require_reply_to()
         assert reply_to.channel is Channel.GITHUB
         assert reply_to.address == {
             "host": HOST,
@@ -153,7 +153,7 @@ class TestRequest:
 
         await tool.ainvoke({"number": number})
 
-        assert (await metadata.get(reviewer))[CREATED_BY] == "ingress"
+        assert (await metadata.get(reviewer)).created_by == "ingress"
         assert len(await inbox(bus, reviewer)) == 1
 
 

@@ -1,5 +1,5 @@
 """Which clone failures are retried, and for how long: real ``git clone`` runs; the proxy-side
-outage (503 while the store restarts) is in ``tests/credentials/test_store_outage.py``."""
+outage (503 while the store restarts) is in ``tests/credential_proxy/test_store_outage.py``."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ class TestSourceStatus:
 
         assert [shown for _, shown in channel.statuses] == [RunStatus.WORKING, RunStatus.FINISHED]
         assert channel.statuses[1][0]["check_run_id"] == "77"
-        stored = ReplyAddress.model_validate_json((await metadata.get(thread_id))[REPLY_TO])
+        stored = (await metadata.get(thread_id)).require_reply_to()
         assert stored.address == {"repository": "acme/widgets", "head_sha": "abc", "check_run_id": "77"}
 
 

@@ -58,8 +58,6 @@ class AccountsStore:
         self.host = host
         self._link_if_free = redis.register_script(_LINK_IF_FREE)
 
-    # Linked accounts
-
     async def link(self, provider: Provider, external_id: str, user_id: str) -> None:
         """Link an external account to a user, replacing an earlier link of that account."""
         if not user_id:
@@ -110,8 +108,6 @@ class AccountsStore:
         pairs = (member.split(":", 1) for member in members)
         return sorted((Provider(provider), external_id) for provider, external_id in pairs)
 
-    # User profiles
-
     async def profile(self, user_id: str) -> UserProfile:
         raw = cast(dict[str, str], await self._redis.hgetall(self._keys.user(user_id)))
         return UserProfile.from_hash(user_id, raw)
@@ -121,8 +117,6 @@ class AccountsStore:
 
     async def save_profile(self, profile: UserProfile) -> None:
         await self._redis.hset(self._keys.user(profile.user_id), mapping=profile.to_hash())  # type: ignore[arg-type]
-
-    # Identities
 
     async def identity(self, user_id: str) -> UserIdentity | None:
         raw = cast(dict[str, str], await self._redis.hgetall(self._keys.user_identity(user_id)))
@@ -140,8 +134,6 @@ class AccountsStore:
     async def save_identity(self, identity: UserIdentity) -> None:
         await self._redis.hset(self._keys.user_identity(identity.user_id), mapping=identity.to_hash())  # type: ignore[arg-type]
 
-    # Team defaults
-
     async def team(self) -> TeamDefaults:
         return TeamDefaults.from_json(cast(str | None, await self._redis.get(self._keys.team())))
 
@@ -150,8 +142,6 @@ class AccountsStore:
 
     async def save_team(self, team: TeamDefaults) -> None:
         await self._redis.set(self._keys.team(), team.model_dump_json())
-
-    # Enabled repositories
 
     async def repository(self, full_name: str) -> RepositorySettings | None:
         """The repository's settings; ``None`` when it is not enabled."""

@@ -23,7 +23,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 import structlog
 from redis.asyncio import Redis
@@ -61,8 +61,7 @@ from drydock.bus import Bus, BusUnavailable, EventType, GithubEvent, RunEvent
 from drydock.channels.errors import OutboundFailed
 from drydock.config import Settings
 from drydock.infra.redis import Keys
-from drydock.threads.fields import OWNER
-from drydock.threads.metadata import ThreadMetadataStore
+from drydock.threads.metadata import ThreadMetadata, ThreadMetadataStore
 from drydock.threads.pr_records import PullRequestRecord, PullRequestRecords, PullRequestState
 
 log = structlog.get_logger(__name__)
@@ -133,8 +132,6 @@ class AutofixController:
     def agent_login(self) -> str | None:
         """The App's bot login (lower case), when the App's slug is configured."""
         return self._agent_login
-
-    # Events
 
     async def handle(self, event: GithubEvent) -> list[Considered]:
         """Decide everything ``event`` asks of autofix; returns the decisions made."""
@@ -306,39 +303,37 @@ class AutofixController:
             if considered.decision.outcome in {Outcome.DISPATCH, Outcome.COALESCE}:
                 return
 
-    # Deciding
-
     async def consider(self, record: PullRequestRecord, signal: Signal) -> Considered:
         """Decide ``signal`` about the agent pull request ``record``, apply and record the decision."""
         async with self.locks.hold(record.thread_id):
-            fields, local = await self._local(record, signal)
+            thread, local = await self._local(record, signal)
             decision = screen(signal, local)
             base = ""
             if decision is None:
                 remote, base = await self._remote(record, signal)
                 decision = judge(signal, remote)
-            decision, published = await self._apply(record, signal, decision, fields, base=base)
+            decision, published = await self._apply(record, signal, decision, thread, base=base)
         # Recorded after the lock: the decision is carried out, and the thread's next signal need
         # not wait for this acknowledgement.
         if published:
             await self._record(record, signal, decision)
         return Considered(record, signal, decision)
 
-    async def _local(self, record: PullRequestRecord, signal: Signal) -> tuple[dict[str, str], LocalFacts]:
+    async def _local(self, record: PullRequestRecord, signal: Signal) -> tuple[ThreadMetadata | None, LocalFacts]:
         """The thread's metadata and the local facts, in one round trip (two when the owner's
         profile decides)."""
         pull: PullRef = (self.host, record.repository, record.number)
         async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hgetall(self.keys.thread(record.thread_id))
+            self.metadata.queue_find(pipe, record.thread_id)
             self.accounts.queue_repository(pipe, record.repository)
             self.overrides.queue_get(pipe, *pull)
             self.repairs.queue_state(pipe, record.thread_id, pull, signal.head_sha, signal.kind)
-            replies = await pipe.execute()
-        fields = cast(dict[str, str], replies[0])
-        settings = RepositorySettings.from_json(replies[1])
-        override = Override.from_hash(replies[2])
-        state = PullState.of(replies[3:6])
-        owner = fields.get(OWNER)
+            thread_reply, settings_reply, override_reply, state_reply = await pipe.execute()
+        thread = ThreadMetadata.from_reply(record.thread_id, thread_reply)
+        settings = RepositorySettings.from_json(settings_reply)
+        override = Override.from_hash(override_reply)
+        state = PullState.of(state_reply)
+        owner = thread.owner if thread is not None else None
         user = bool(owner) and override is None and (await self.accounts.profile(owner or "")).autofix
         enabled = enablement(
             user=user,
@@ -353,7 +348,7 @@ class AutofixController:
             repairs=state.repairs,
             max_repairs=self.autofix.max_repairs,
         )
-        return fields, local
+        return thread, local
 
     async def _remote(self, record: PullRequestRecord, signal: Signal) -> tuple[RemoteFacts, str]:
         github = self._require_github()
@@ -404,13 +399,13 @@ class AutofixController:
         return self.github
 
     async def _apply(
-        self, record: PullRequestRecord, signal: Signal, decision: Decision, fields: dict[str, str], *, base: str
+        self, record: PullRequestRecord, signal: Signal, decision: Decision, thread: ThreadMetadata | None, *, base: str
     ) -> tuple[Decision, bool]:
         """Carry the decision out; returns it (a concurrent writer can turn a dispatch into another
         outcome) and whether it is worth an event on the thread."""
         pull: PullRef = (self.host, record.repository, record.number)
         if decision.outcome is Outcome.DISPATCH:
-            return await self._dispatch(record, signal, decision, fields, base=base)
+            return await self._dispatch(record, signal, decision, thread, base=base)
         if decision.outcome is Outcome.COALESCE:
             new = await self.repairs.hold(record.thread_id, pull, signal)
             return decision, new or signal.source is not Source.MONITOR
@@ -420,7 +415,7 @@ class AutofixController:
         return decision, signal.source is not Source.MONITOR
 
     async def _dispatch(
-        self, record: PullRequestRecord, signal: Signal, decision: Decision, fields: dict[str, str], *, base: str
+        self, record: PullRequestRecord, signal: Signal, decision: Decision, thread: ThreadMetadata | None, *, base: str
     ) -> tuple[Decision, bool]:
         repair = Repair(
             id=uuid.uuid4().hex[:16],
@@ -439,9 +434,9 @@ class AutofixController:
                 repair, max_repairs=self.autofix.max_repairs, ttl=self.autofix.repair_timeout
             )
         except OpenRefused as refused:
-            return await self._apply(record, signal, _refusal(refused.reason), fields, base=base)
+            return await self._apply(record, signal, _refusal(refused.reason), thread, base=base)
         repair = replace(repair, attempt=attempt)
-        message = repair_message(repair, signal, fields, branch=record.branch, base=base or "the base branch")
+        message = repair_message(repair, signal, thread, branch=record.branch, base=base or "the base branch")
         try:
             await dispatch(self.bus, self.metadata, message)
         except BusUnavailable:
@@ -472,8 +467,6 @@ class AutofixController:
                 summary=decision.reason + ". A person needs to look at this pull request.",
             )
         return True
-
-    # Recording
 
     async def _record(self, record: PullRequestRecord, signal: Signal, decision: Decision) -> None:
         DECISIONS.labels(decision.outcome.value, decision.rule.value).inc()

@@ -11,16 +11,14 @@ replies still go to the thread's own conversation.
 from __future__ import annotations
 
 import structlog
-from pydantic import ValidationError
 
 from drydock.autofix.policy import Kind, Signal
 from drydock.autofix.repairs import PullRef, Repair
 from drydock.bus.client import Bus
 from drydock.bus.envelopes import Author, Channel, InboxMessage, ReplyAddress, Trigger
 from drydock.roles import Role
-from drydock.threads.fields import OWNER, REPLY_TO
 from drydock.threads.handoff import hand_off
-from drydock.threads.metadata import ThreadMetadataStore
+from drydock.threads.metadata import ThreadMetadata, ThreadMetadataStore
 
 log = structlog.get_logger(__name__)
 
@@ -67,18 +65,16 @@ def repair_text(repair: Repair, signal: Signal, *, branch: str, base: str) -> st
     return f"{what}\n\n{_gate(repair, repair.number)}"
 
 
-def _reply_to(repair: Repair, fields: dict[str, str]) -> ReplyAddress:
-    raw = fields.get(REPLY_TO)
-    if raw:
-        try:
-            return ReplyAddress.model_validate_json(raw)
-        except ValidationError:
-            log.warning("thread metadata holds an unreadable reply address", thread_id=repair.thread_id)
+def _reply_to(repair: Repair, thread: ThreadMetadata | None) -> ReplyAddress:
+    if thread is not None and thread.reply_to is not None:
+        return thread.reply_to
     address = {"host": repair.host, "repository": repair.repository, "number": str(repair.number)}
     return ReplyAddress(channel=Channel.GITHUB, address=address | {"kind": "pull_request"})
 
 
-def repair_message(repair: Repair, signal: Signal, fields: dict[str, str], *, branch: str, base: str) -> InboxMessage:
+def repair_message(
+    repair: Repair, signal: Signal, thread: ThreadMetadata | None, *, branch: str, base: str
+) -> InboxMessage:
     references = {
         "autofix_repair": repair.id,
         "pull_request": str(repair.number),
@@ -94,11 +90,13 @@ def repair_message(repair: Repair, signal: Signal, fields: dict[str, str], *, br
         delivery_id=repair_delivery_id(repair.pull, repair.head_sha, repair.kind),
         thread_id=repair.thread_id,
         channel=Channel.AUTOFIX,
-        author=Author(channel=Channel.AUTOFIX, external_id="autofix", name=AUTHOR, user_id=fields.get(OWNER) or None),
+        author=Author(
+            channel=Channel.AUTOFIX, external_id="autofix", name=AUTHOR, user_id=thread.owner if thread else None
+        ),
         text=repair_text(repair, signal, branch=branch, base=base),
         repository=repair.repository,
         references=references,
-        reply_to=_reply_to(repair, fields),
+        reply_to=_reply_to(repair, thread),
         trigger=Trigger.REPAIR,
     )
 

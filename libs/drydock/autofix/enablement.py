@@ -11,7 +11,6 @@ from drydock.accounts import AccountsStore, RepositorySettings, UserProfile
 from drydock.autofix.overrides import AutofixOverrides, Override
 from drydock.autofix.policy import Enablement, enablement
 from drydock.infra.redis import Keys
-from drydock.threads.fields import OWNER
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.threads.pr_records import PullRequestRecords
 
@@ -45,5 +44,5 @@ class Enablements:
         thread_id = await self._records.thread_for(host, repository, number)
         if thread_id is None:
             return None
-        fields = await self._metadata.find(thread_id) or {}
-        return await self.of(fields.get(OWNER) or None, host, repository, number)
+        thread = await self._metadata.find(thread_id)
+        return await self.of(thread.owner if thread is not None else None, host, repository, number)

@@ -22,7 +22,6 @@ from drydock.autofix.review_feedback import unanswered
 from drydock.bus import BusUnavailable
 from drydock.channels.errors import OutboundFailed
 from drydock.errors import describe
-from drydock.threads.fields import OWNER
 from drydock.threads.pr_records import PullRequestRecord
 
 log = structlog.get_logger(__name__)
@@ -60,9 +59,9 @@ class Monitor:
         controller = self.controller
         if await controller.repairs.active(record.thread_id) is None:
             await controller.drain(record.thread_id)
-        fields = await controller.metadata.find(record.thread_id) or {}
+        thread = await controller.metadata.find(record.thread_id)
         enabled = await controller.enablements.of(
-            fields.get(OWNER) or None, controller.host, record.repository, record.number
+            thread.owner if thread is not None else None, controller.host, record.repository, record.number
         )
         if not enabled.enabled or controller.github is None:
             return []

@@ -51,6 +51,13 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return count + 1
 """
 
+# KEYS: repair, pull, processed. ARGV: member. One reply for a pipeline: {active, processed, repairs}.
+_STATE = """
+return {
+  redis.call('EXISTS', KEYS[1]), redis.call('SISMEMBER', KEYS[3], ARGV[1]), redis.call('HGET', KEYS[2], 'repairs')
+}
+"""
+
 # KEYS: repair, pull, processed. ARGV: repair id, member.
 _ABANDON = """
 if redis.call('HGET', KEYS[1], 'id') ~= ARGV[1] then return 0 end
@@ -187,8 +194,9 @@ class PullState:
     repairs: int
 
     @classmethod
-    def of(cls, replies: list[Any]) -> PullState:
-        active, processed, repairs = replies
+    def of(cls, reply: Any) -> PullState:
+        """The state from the reply to :meth:`Repairs.queue_state`."""
+        active, processed, repairs = reply
         return cls(bool(active), bool(processed), int(repairs or 0))
 
 
@@ -244,13 +252,12 @@ class Repairs:
     async def state(self, thread_id: str, pull: PullRef, head_sha: str, kind: Kind) -> PullState:
         async with self._redis.pipeline(transaction=False) as pipe:
             self.queue_state(pipe, thread_id, pull, head_sha, kind)
-            return PullState.of(await pipe.execute())
+            (reply,) = await pipe.execute()
+        return PullState.of(reply)
 
     def queue_state(self, pipe: Pipeline, thread_id: str, pull: PullRef, head_sha: str, kind: Kind) -> None:
-        """Queue :meth:`state`'s three reads; :meth:`PullState.of` decodes their replies."""
-        pipe.exists(self._keys.autofix_repair(thread_id))
-        pipe.sismember(self._keys.autofix_processed(thread_id, *pull), processed_member(head_sha, kind))
-        pipe.hget(self._keys.autofix_pull(thread_id, *pull), "repairs")
+        """Queue :meth:`state`'s read, one reply that :meth:`PullState.of` decodes."""
+        pipe.eval(_STATE, 3, *self._pull_keys(thread_id, pull), processed_member(head_sha, kind))
 
     async def open(self, repair: Repair, *, max_repairs: int, ttl: timedelta) -> int:
         """Record ``repair`` as the thread's active one; returns its attempt number for the pull
@@ -310,8 +317,6 @@ class Repairs:
         raw = await self._finish(keys=[self._keys.autofix_repair(thread_id)], args=[repair_id])
         return Repair.from_hash(_flat(cast(list[str], raw)))
 
-    # Coalesced requests
-
     async def hold(self, thread_id: str, pull: PullRef, signal: Signal) -> bool:
         """Keep ``signal`` as the pull request's pending request, replacing an older one; True
         unless the same request was pending already."""
@@ -335,8 +340,6 @@ class Repairs:
 
     async def drop_pending(self, thread_id: str, pull: PullRef) -> None:
         await self._redis.hdel(self._keys.autofix_pending(thread_id), pull_field(pull))
-
-    # The loop limit
 
     async def reset(self, thread_id: str, pull: PullRef) -> None:
         """Start the pull request's repair count over (a person turned autofix on again)."""

@@ -138,8 +138,7 @@ class Bus:
         self, subject: str, envelope: BaseModel, msg_id: str | None, headers: dict[str, str] | None
     ) -> asyncio.Future[PubAck]:
         # JetStream's asynchronous publish, also for acknowledged publishes: the request-reply
-        # publish pays a random reply token and a wait_for per message (a twentieth of the
-        # ingress's CPU).
+        # publish pays a random reply token and a wait_for per message.
         all_headers = inject_headers(dict(headers or {}))
         if msg_id is not None:
             all_headers[MSG_ID_HEADER] = msg_id

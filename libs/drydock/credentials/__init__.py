@@ -7,7 +7,6 @@ only the grant and placeholders (:mod:`.sandbox_access`) → the ``credential-pr
 resolves the grant and injects the token upstream.
 """
 
-from drydock.credentials.broker import ProxyCredentials
 from drydock.credentials.cipher import CipherError, SecretCipher
 from drydock.credentials.github_app import AppNotConfigured, GitHubAppTokens, TokenMintError
 from drydock.credentials.grants import (
@@ -21,6 +20,7 @@ from drydock.credentials.grants import (
     digest,
 )
 from drydock.credentials.minting import NoApp, TokenMinter, minter_from_settings
+from drydock.credentials.proxy_credentials import ProxyCredentials
 from drydock.credentials.sandbox_access import PLACEHOLDER, SandboxAccess, sandbox_access
 from drydock.credentials.upstream_token import UpstreamToken
 from drydock.credentials.vault import TokenVault

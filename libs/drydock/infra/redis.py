@@ -137,8 +137,7 @@ def _pack(*command: str | int) -> bytes:
 class BatchConnections:
     """Connections for :class:`Batch`es, made as ``redis``'s pool makes them but kept apart
     from it: a batch takes one and gives it back without the pool's lock, readiness probe,
-    release event and connection metrics (about 20 µs per use in redis-py 8, a twentieth of an
-    ingress delivery). The probe is not needed: a batch reads every reply before giving its
+    release event and connection metrics. The probe is not needed: a batch reads every reply before giving its
     connection back, and redis-py closes a connection that failed mid-command.
 
     There are as many connections as batches ever ran at once; the caller bounds that (the

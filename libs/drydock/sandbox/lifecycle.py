@@ -56,12 +56,10 @@ from drydock.sandbox.providers import create_provider
 from drydock.sandbox.reaper import ReapReport, reap
 from drydock.sandbox.records import SandboxRecords
 from drydock.sandbox.sentinel import CreationSentinel, CreatorHeartbeat
-from drydock.threads.fields import KIND, REPOSITORY, SANDBOX_ID
+from drydock.threads.fields import SANDBOX_ID
 from drydock.threads.metadata import ThreadMetadataStore, ThreadNotFound
 
 log = structlog.get_logger(__name__)
-
-"""The thread metadata field naming the thread's repository (``owner/name``), if any."""
 
 _WAIT_INTERVAL = 0.05
 _TOUCH_INTERVAL = 30.0
@@ -204,9 +202,8 @@ class SandboxManager:
         """The thread's sandbox, and whether its git identity was already applied on the way."""
         deadline = time.monotonic() + self.settings.creation_timeout.total_seconds() + 10.0
         while True:
-            fields = await self.metadata.get(thread_id)
-            current = fields.get(SANDBOX_ID)
-            role, repository = Role(fields[KIND]), fields.get(REPOSITORY)
+            thread = await self.metadata.get(thread_id)
+            current, role, repository = thread.sandbox_id, thread.kind, thread.repository
             cached = self._cache.get(thread_id)
             if cached is not None and cached.backend.id != current:
                 log.info("cached sandbox is no longer the thread's", thread_id=thread_id, sandbox_id=cached.backend.id)

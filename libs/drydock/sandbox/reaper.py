@@ -48,8 +48,8 @@ async def reap(
     now = time.time() if now is None else now
     report = ReapReport()
     for handle in await provider.list():
-        fields = await metadata.find(handle.thread_id)
-        named = fields is not None and fields.get(SANDBOX_ID) == handle.id
+        thread = await metadata.find(handle.thread_id)
+        named = thread is not None and thread.sandbox_id == handle.id
         if not named:
             old_enough = now - handle.created_at.timestamp() > settings.orphan_grace.total_seconds()
             if old_enough and await provider.delete(handle.id):

@@ -3,7 +3,7 @@
 from drydock.threads import ids
 from drydock.threads.inbox import AppendResult, Inbox, StoredMessage
 from drydock.threads.lease import HeldLease, Lease, LeaseBusy, LeaseLost, Leases
-from drydock.threads.metadata import ThreadExists, ThreadMetadataStore, ThreadNotFound
+from drydock.threads.metadata import ThreadExists, ThreadMetadata, ThreadMetadataStore, ThreadNotFound
 
 __all__ = [
     "AppendResult",
@@ -15,6 +15,7 @@ __all__ = [
     "Leases",
     "StoredMessage",
     "ThreadExists",
+    "ThreadMetadata",
     "ThreadMetadataStore",
     "ThreadNotFound",
     "ids",

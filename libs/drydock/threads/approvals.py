@@ -37,12 +37,11 @@ from redis.asyncio import Redis
 from drydock.accounts.models import RepositorySettings, UserProfile
 from drydock.accounts.store import AccountsStore
 from drydock.bus import Bus, BusUnavailable, EventType, RunEvent
-from drydock.bus.envelopes import ReplyAddress
 from drydock.config import Settings
 from drydock.errors import describe
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import Purpose, ServerKeys, ServerKeysError
-from drydock.threads.metadata import ThreadMetadataStore
+from drydock.threads.metadata import ThreadMetadata, ThreadMetadataStore
 
 log = structlog.get_logger(__name__)
 
@@ -205,17 +204,10 @@ class Approved:
         return self.plan is not None or bool(self.pushes)
 
 
-class NotOwner(PermissionError):
-    """Only the thread's owner may approve."""
-
-
-def is_owner(metadata: Mapping[str, str], *, user_id: str | None, author: str | None = None) -> bool:
+def is_owner(thread: ThreadMetadata | None, *, user_id: str | None, author: str | None = None) -> bool:
     """Whether a Drydock user (``user_id``) or a source account (``author``, ``channel:id``) owns
-    the thread: its ``owner`` field, or its ``author`` when it has no Drydock owner."""
-    owner = metadata.get("owner", "")
-    if owner:
-        return user_id is not None and user_id == owner
-    return author is not None and author == metadata.get("author", "")
+    the thread (no one owns a thread that does not exist)."""
+    return thread is not None and thread.is_owned_by(user_id=user_id, author=author)
 
 
 class Approvals:
@@ -245,8 +237,6 @@ class Approvals:
         for name, value in {**record, "mac": self._sign(key, record)}.items():
             pairs += [name, value]
         return bool(await self._swap(keys=[key], args=[expected_mac, int(ttl.total_seconds() * 1000), *pairs]))
-
-    # Plans
 
     async def plan(self, thread_id: str) -> Plan | None:
         """The thread's newest plan, if one was submitted and its record verifies."""
@@ -291,8 +281,6 @@ class Approvals:
             if await self._write(key, mac, approved.to_hash(), PLAN_TTL):
                 return approved
         raise RuntimeError("the plan changed concurrently; try again")
-
-    # Held pushes
 
     async def hold(self, hold: PushHold) -> tuple[PushHold, bool]:
         """Record a held push unless that exact change is recorded already: the stored one, and
@@ -378,12 +366,6 @@ def approval_text(approved: Approved) -> str:
 NOT_OWNER_TEXT = "Only this thread's owner can approve its plan or held pushes."
 
 
-def reply_address(metadata: Mapping[str, str]) -> ReplyAddress | None:
-    """Where the thread's notices go: its source's reply address, if it has one."""
-    raw = metadata.get("reply_to")
-    return ReplyAddress.model_validate_json(raw) if raw else None
-
-
 def held_push_notice(hold: PushHold, handle: str) -> str:
     """The source channel's notice of a held push."""
     return (
@@ -445,7 +427,8 @@ class PlanGate:
     async def required(self, thread_id: str, repository: str | None) -> bool:
         if repository is None:
             return False
-        owner = (await self._metadata.find(thread_id) or {}).get("owner", "")
+        thread = await self._metadata.find(thread_id)
+        owner = thread.owner if thread is not None else None
         profile = await self.accounts.profile(owner) if owner else None
         return plan_required(await self.accounts.repository(repository), profile)
 

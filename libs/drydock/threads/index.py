@@ -11,7 +11,7 @@ What is stored, all under the hash tag ``{threads}``:
 The entry is written by the same script that creates the thread's metadata
 (:class:`~drydock.threads.metadata.ThreadMetadataStore`), so every creator (the ingress,
 hand-offs, the dashboard) maintains it and no thread exists unindexed; the state facet changes
-with :class:`~drydock.threads.states.ThreadStates`. Those scripts touch the thread's own hash and
+in the script that sets the thread's state (same store). Those scripts touch the thread's own hash and
 the index keys, which lie in different hash slots: they need one Redis node (Drydock connects to
 one; a Redis Cluster refuses them with ``CROSSSLOT`` rather than index inconsistently).
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import AsyncIterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import cast
@@ -296,19 +296,17 @@ class ThreadIndex:
         """How many threads are indexed."""
         return int(await self._redis.zcard(self._keys.threads_index()))
 
-    async def backfill(self, *, batch: int = 500) -> int:
+    async def backfill(self, threads: AsyncIterable[tuple[str, Mapping[str, str]]]) -> int:
         """Index every thread created before the index existed, once per installation (a marker
-        remembers it); returns how many threads were looked at."""
+        remembers it); ``threads`` is :meth:`~drydock.threads.metadata.ThreadMetadataStore.scan`,
+        read only when the marker is absent. Returns how many threads were looked at."""
         if await self._redis.exists(self._keys.threads_indexed()):
             return 0
         seen = 0
-        # thread("*") spells "…:thread:{*}"; the glob must leave the closing brace to the match.
-        pattern = self._keys.thread("*").removesuffix("}")
-        async for key in self._redis.scan_iter(match=pattern, count=batch):
-            fields = cast(dict[str, str], await self._redis.hgetall(key))
+        async for thread_id, fields in threads:
             if KIND not in fields:
                 continue
-            await self.add(key[key.index("{") + 1 : key.rindex("}")], fields)
+            await self.add(thread_id, fields)
             seen += 1
         await self._redis.set(self._keys.threads_indexed(), datetime.now(UTC).isoformat(), nx=True)
         return seen

@@ -17,7 +17,6 @@ from enum import StrEnum
 from typing import cast
 
 from redis.asyncio import Redis
-from redis.asyncio.client import Pipeline
 
 from drydock.infra.redis import Keys, Queue
 from drydock.threads.ids import short_id
@@ -117,6 +116,10 @@ class PullRequestRecords:
         """Queue the branch index lookup; the reply is the thread id or ``None``."""
         pipe.get(self._keys.pr_branch(host, repository, branch.removeprefix("refs/heads/")))
 
+    def queue_thread_for_short_id(self, pipe: Queue, short: str) -> None:
+        """Queue the short id lookup; the reply is the thread id or ``None``."""
+        pipe.get(self._keys.thread_short_id(short))
+
     async def thread_for(self, host: str, repository: str, number: int) -> str | None:
         """The thread that created the pull request; ``None`` if the agent did not create it."""
         return cast(str | None, await self._redis.hget(self._keys.pr_record(host, repository, number), "thread_id"))
@@ -138,9 +141,6 @@ class PullRequestRecords:
     async def remember_thread(self, thread_id: str) -> None:
         """Index the thread by its short id, so a branch name alone finds it."""
         await self._redis.set(self._keys.thread_short_id(short_id(thread_id)), thread_id)
-
-    def queue_remember_thread(self, pipe: Pipeline, thread_id: str) -> None:
-        pipe.set(self._keys.thread_short_id(short_id(thread_id)), thread_id)
 
     async def set_state(self, host: str, repository: str, number: int, state: PullRequestState) -> bool:
         """Mark the pull request open, closed or merged; False if there is no record."""

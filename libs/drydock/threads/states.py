@@ -14,24 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from enum import StrEnum
-from typing import cast
 
 from redis.asyncio import Redis
 
 from drydock.bus.envelopes import EventType, RunEvent
 from drydock.infra.redis import Keys
-from drydock.threads.fields import LAST_ACTIVITY, OUTCOME, STATE
-from drydock.threads.index import FACETS, SEPARATOR
+from drydock.threads.fields import ThreadState
+from drydock.threads.metadata import ThreadMetadataStore
 
-
-class ThreadState(StrEnum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    IDLE = "idle"
-    FAILED = "failed"
-    STOPPED = "stopped"
-
+__all__ = ["EVENT_OUTCOMES", "EVENT_STATES", "ThreadState", "ThreadStates"]
 
 EVENT_STATES: dict[EventType, ThreadState] = {
     EventType.STARTED: ThreadState.RUNNING,
@@ -50,41 +41,10 @@ EVENT_OUTCOMES: dict[EventType, str] = {
 }
 """How a run ended, by the event that ended it."""
 
-_STATE_POSITION = FACETS.index(STATE) + 1
-
-# KEYS: the thread's hash, the facets hash, then one set per state (in ThreadState order).
-# ARGV: thread id, new state, the position of its set among KEYS, the last activity, the outcome
-# ('' to keep it), then states not to replace.
-_SET = f"""
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local current = redis.call('HGET', KEYS[1], 'state')
-for i = 6, #ARGV do
-  if current == ARGV[i] then return 0 end
-end
-redis.call('HSET', KEYS[1], 'state', ARGV[2], '{LAST_ACTIVITY}', ARGV[4])
-if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], '{OUTCOME}', ARGV[5]) end
-local facets = redis.call('HGET', KEYS[2], ARGV[1])
-if not facets then return 1 end
-local parts, start = {{}}, 1
-while true do
-  local found = string.find(facets, '\\31', start, true)
-  if not found then parts[#parts + 1] = string.sub(facets, start); break end
-  parts[#parts + 1] = string.sub(facets, start, found - 1)
-  start = found + 1
-end
-parts[{_STATE_POSITION}] = ARGV[2]
-redis.call('HSET', KEYS[2], ARGV[1], table.concat(parts, '{SEPARATOR}'))
-for i = 3, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
-redis.call('ZADD', KEYS[tonumber(ARGV[3])], parts[#parts], ARGV[1])
-return 1
-"""
-
 
 class ThreadStates:
     def __init__(self, redis: Redis, keys: Keys) -> None:
-        self._redis = redis
-        self._keys = keys
-        self._set = redis.register_script(_SET)
+        self._metadata = ThreadMetadataStore(redis, keys)
 
     async def set(
         self,
@@ -98,28 +58,12 @@ class ThreadStates:
         """Set the thread's state (and its last activity, ``at`` or now; and the outcome of the run
         that ended, if one did), unless it is one of ``unless``; False if it was left (or the thread
         does not exist)."""
-        states = list(ThreadState)
-        at = at or datetime.now(UTC)
-        written = await self._set(
-            keys=[
-                self._keys.thread(thread_id),
-                self._keys.thread_facets(),
-                *(self._keys.threads_by(STATE, value) for value in states),
-            ],
-            args=[
-                thread_id,
-                state.value,
-                3 + states.index(state),
-                at.isoformat(),
-                outcome,
-                *(value.value for value in unless),
-            ],
+        return await self._metadata.set_state(
+            thread_id, state, unless=unless, at=at or datetime.now(UTC), outcome=outcome
         )
-        return int(written) == 1
 
     async def get(self, thread_id: str) -> ThreadState | None:
-        raw = cast(str | None, await self._redis.hget(self._keys.thread(thread_id), STATE))
-        return ThreadState(raw) if raw else None
+        return await self._metadata.state(thread_id)
 
     async def observe(self, event: RunEvent) -> None:
         """Follow a run event: the events of :data:`EVENT_STATES` change the state."""

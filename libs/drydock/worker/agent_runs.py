@@ -54,7 +54,6 @@ from drydock.accounts import UserProfile
 from drydock.accounts.store import AccountsStore
 from drydock.budgets import ActiveRuns, Limits, Reached, SpendCheck
 from drydock.bus import Bus, EventType
-from drydock.bus.envelopes import ReplyAddress
 from drydock.channels.outbound import Outbound
 from drydock.channels.run_status import RunStatus
 from drydock.checkpoints import DrydockRedisSaver
@@ -77,8 +76,7 @@ from drydock.threads import Inbox, Lease
 from drydock.threads.approvals import PlanGate
 from drydock.threads.changes import ThreadChanges
 from drydock.threads.continuation import Continuations
-from drydock.threads.fields import EFFORT, MODEL, OWNER, REPLY_TO, REPOSITORY, STATE
-from drydock.threads.metadata import ThreadMetadataStore
+from drydock.threads.metadata import ThreadMetadata, ThreadMetadataStore
 from drydock.threads.scope import ThreadScope
 from drydock.threads.states import ThreadState, ThreadStates
 from drydock.threads.stops import StopRequests
@@ -157,14 +155,14 @@ class AgentRuns:
         )
 
     async def __call__(self, thread_id: str, lease: Lease) -> int:
-        fields = await self.metadata.get(thread_id)
+        thread = await self.metadata.get(thread_id)
         scope = ThreadScope(
             thread_id=thread_id,
             run_id=uuid.uuid4().hex,
             role=self.parts.spec.role,
-            repository=fields.get(REPOSITORY) or None,
-            reply_to=ReplyAddress.model_validate_json(fields[REPLY_TO]),
-            user_id=fields.get(OWNER) or None,
+            repository=thread.repository,
+            reply_to=thread.require_reply_to(),
+            user_id=thread.owner,
         )
         events = RunEvents(self.parts.bus, scope, self.states, redactor=self.redactor)
         config: RunnableConfig = {
@@ -175,7 +173,7 @@ class AgentRuns:
         notices = SourceNotices(self.parts.outbound, scope.reply_to, self.redactor) if self._can_answer(scope) else None
         bound = log.bind(thread_id=thread_id, run_id=scope.run_id, role=scope.role.value)
         try:
-            return await self._run(scope, fields, config, events, notices, fence=lease.fence)
+            return await self._run(scope, thread, config, events, notices, fence=lease.fence)
         except RunSkipped as skipped:
             bound.info("run skipped", reason=str(skipped))
             await events.emit(EventType.COMPLETED, summary=str(skipped), skipped=True)
@@ -212,7 +210,7 @@ class AgentRuns:
     async def _run(
         self,
         scope: ThreadScope,
-        fields: dict[str, str],
+        thread: ThreadMetadata,
         config: RunnableConfig,
         events: RunEvents,
         notices: SourceNotices | None,
@@ -227,7 +225,7 @@ class AgentRuns:
         team_choice = team.models.get(scope.role.value)
         try:
             resolved = parts.models.resolve(
-                thread=ModelChoice.of(fields.get(MODEL), fields.get(EFFORT), where="the thread's model"),
+                thread=ModelChoice.of(thread.model, thread.effort, where="the thread's model"),
                 user=ModelChoice.of(profile.model, profile.effort, where="your profile") if profile else None,
                 team=ModelChoice.of(team_choice.model, team_choice.effort, where="the team default")
                 if team_choice
@@ -249,11 +247,11 @@ class AgentRuns:
         )
         handle = team.mention_handle or parts.settings.ingress.mention_handle
         queued = await self.inbox.read_after(scope.thread_id, await self._saved_cursor(config))
-        await self.gate.admit(scope.thread_id, fields, queued, spend, notices, handle=handle, pauses=parts.spec.pauses)
+        await self.gate.admit(scope.thread_id, thread, queued, spend, notices, handle=handle, pauses=parts.spec.pauses)
         async with self.gate.place(scope.thread_id, limits, notices):
             return await self._claimed(
                 scope,
-                fields,
+                thread,
                 config,
                 events,
                 notices,
@@ -269,7 +267,7 @@ class AgentRuns:
     async def _claimed(
         self,
         scope: ThreadScope,
-        fields: dict[str, str],
+        thread: ThreadMetadata,
         config: RunnableConfig,
         events: RunEvents,
         notices: SourceNotices | None,
@@ -372,7 +370,7 @@ class AgentRuns:
                 config,
                 events,
                 status,
-                resume=fields.get(STATE) == ThreadState.RUNNING.value,
+                resume=thread.state is ThreadState.RUNNING,
                 model_calls=inputs.limits.model_calls,
                 settle=settle,
             )

@@ -25,8 +25,8 @@ from drydock.bus.envelopes import Channel, InboxMessage
 from drydock.errors import describe
 from drydock.infra.cancellation import pause
 from drydock.threads.continuation import Continuations, asks_to_continue, grant_for
-from drydock.threads.fields import AUTHOR, OWNER
 from drydock.threads.inbox import StoredMessage
+from drydock.threads.metadata import ThreadMetadata
 from drydock.threads.stops import StopRequests
 from drydock.worker.sources import SourceNotices
 
@@ -89,13 +89,10 @@ class BudgetGate:
         self.stops = stops
         self._admins = {login.lower() for login in admin_logins}
 
-    async def may_continue(self, message: InboxMessage, fields: dict[str, str]) -> bool:
+    async def may_continue(self, message: InboxMessage, thread: ThreadMetadata) -> bool:
         """Whether the message's author owns the thread or is an administrator."""
         author = message.author
-        owner = fields.get(OWNER)
-        if owner and author.user_id == owner:
-            return True
-        if not owner and fields.get(AUTHOR) == f"{author.channel.value}:{author.external_id}":
+        if thread.is_owned_by(user_id=author.user_id, author=f"{author.channel.value}:{author.external_id}"):
             return True
         if author.user_id:
             identity = await self.accounts.identity(author.user_id)
@@ -115,7 +112,7 @@ class BudgetGate:
     async def admit(
         self,
         thread_id: str,
-        fields: dict[str, str],
+        thread: ThreadMetadata,
         queued: list[StoredMessage],
         spend: SpendCheck,
         notices: SourceNotices | None,
@@ -137,7 +134,7 @@ class BudgetGate:
             if newest is None or not asks_to_continue(newest.text, handle):
                 raise RunRefused(paused_notice(paused, handle))
             who = await self._who(newest)
-            if not await self.may_continue(newest, fields):
+            if not await self.may_continue(newest, thread):
                 raise RunRefused(refused_continue_notice(who))
             grant = grant_for(paused, spend.limits.run_usd, by=who)
             if await self.continuations.resume(thread_id, grant) and notices is not None:

@@ -18,12 +18,10 @@ import structlog
 from redis.asyncio import Redis
 
 from drydock.bus import Bus, EventType, RunEvent, Wake
-from drydock.bus.envelopes import ReplyAddress
 from drydock.channels.outbound import Outbound
 from drydock.errors import describe
 from drydock.infra.redis import Keys
 from drydock.roles import Role
-from drydock.threads.fields import REPLY_TO
 from drydock.threads.metadata import ThreadMetadataStore
 
 log = structlog.get_logger(__name__)
@@ -119,10 +117,10 @@ class DeadLetterOffice:
         return letter
 
     async def _notify(self, thread_id: str, deliveries: int, error: str) -> None:
-        fields = await self._metadata.find(thread_id)
-        if not fields or not fields.get(REPLY_TO):
+        thread = await self._metadata.find(thread_id)
+        address = thread.reply_to if thread is not None else None
+        if address is None:
             return
-        address = ReplyAddress.model_validate_json(fields[REPLY_TO])
         if not self._outbound.configured(address.channel):
             return
         await self._outbound.reply(

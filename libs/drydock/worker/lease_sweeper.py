@@ -21,7 +21,6 @@ from drydock.errors import describe
 from drydock.infra.cancellation import pause
 from drydock.infra.redis import Keys
 from drydock.roles import Role
-from drydock.threads.fields import KIND
 from drydock.threads.metadata import ThreadMetadataStore
 
 log = structlog.get_logger(__name__)
@@ -49,17 +48,18 @@ class LeaseSweeper:
         for thread_id in expired:
             if await self._redis.exists(self._keys.lease(thread_id)):
                 continue
-            kind = (await self._metadata.find(thread_id) or {}).get(KIND)
+            thread = await self._metadata.find(thread_id)
+            kind = thread.kind if thread is not None else None
             # Another role's thread stays in the index for that role's workers, who may wake it.
-            if kind is not None and kind != self._role.value:
+            if kind is not None and kind is not self._role:
                 continue
             if not await self._redis.zrem(held, thread_id):
                 continue
             if kind is None:
                 log.warning("expired lease of an unknown thread", thread_id=thread_id)
                 continue
-            await self._bus.wake(Wake(thread_id=thread_id, role=Role(kind), reason=RESUME))
-            log.info("thread resumed: its lease expired without a release", thread_id=thread_id, role=kind)
+            await self._bus.wake(Wake(thread_id=thread_id, role=kind, reason=RESUME))
+            log.info("thread resumed: its lease expired without a release", thread_id=thread_id, role=kind.value)
             woken.append(thread_id)
         return woken
 

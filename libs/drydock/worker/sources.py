@@ -8,7 +8,6 @@ from drydock.bus.envelopes import ReplyAddress
 from drydock.channels.outbound import Outbound
 from drydock.channels.run_status import RunStatus
 from drydock.redaction import Redactor
-from drydock.threads.fields import REPLY_TO
 from drydock.threads.metadata import ThreadMetadataStore
 
 
@@ -30,7 +29,7 @@ class SourceStatus:
         if not kept:
             return
         self.address = self.address.model_copy(update={"address": {**self.address.address, **kept}})
-        await self._metadata.update(self._thread_id, lambda _fields: {REPLY_TO: self.address.model_dump_json()})
+        await self._metadata.set_reply_to(self._thread_id, self.address)
 
 
 class SourceNotices:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from drydock.budgets import Limits
 from drydock.roles import Role
 from drydock.threads.continuation import Continuations, grant_for
-from drydock.threads.fields import KIND, OWNER, REPOSITORY
 from services.dashboard.auth.guard import Principal
 from services.dashboard.context import Dashboard
 from services.dashboard.errors import Conflict, Forbidden
@@ -27,16 +26,16 @@ class Continuing:
         """:class:`Forbidden` unless the owner or an administrator asks; :class:`Conflict` when the
         thread is not paused at a budget."""
         await self._threads.may_follow(principal, thread_id)
-        fields = await self._d.metadata.get(thread_id)
-        if not principal.admin and fields.get(OWNER) != principal.user_id:
+        thread = await self._d.metadata.get(thread_id)
+        if not principal.admin and thread.owner != principal.user_id:
             raise Forbidden("only the thread's owner or an administrator can continue it past its budget")
-        if fields.get(KIND) != Role.CODER:
-            raise Conflict(f"a {fields.get(KIND)} thread does not pause at a budget")
+        if thread.kind is not Role.CODER:
+            raise Conflict(f"a {thread.kind} thread does not pause at a budget")
         paused = await self._continuations.paused(thread_id)
         if paused is None:
             raise Conflict("the thread is not paused at a budget")
         team = await self._d.accounts.team()
-        repository = fields.get(REPOSITORY)
+        repository = thread.repository
         settings = await self._d.accounts.repository(repository) if repository else None
         limits = Limits.of(team.budgets, settings.budgets if settings else None)
         if not await self._continuations.resume(thread_id, grant_for(paused, limits.run_usd, principal.session.login)):

@@ -98,8 +98,6 @@ def routes(site: APIRouter, kit: PageKit) -> None:
         await profiles.unlink(principal, provider, form.text("external_id"))
         return back("/profile", f"Unlinked your {provider.value} account.")
 
-    # Team defaults
-
     async def team_page(
         request: Request,
         principal: Principal,
@@ -162,8 +160,6 @@ def routes(site: APIRouter, kit: PageKit) -> None:
         except ValueError as error:
             return await team_page(request, principal, field_errors(error), 422, typed)
         return back("/team", "Team defaults saved.")
-
-    # Repositories
 
     async def repositories_page(
         request: Request, principal: Principal, errors: dict[str, str], values: dict[str, str], status: int = 200

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from drydock.review.analysis import analyzer_thread
 from drydock.review.guidelines import Guideline, GuidelinesVersion, UnknownVersion
-from drydock.threads.fields import STATE
 from drydock.threads.states import ThreadState
 from services.dashboard.auth.guard import Principal
 from services.dashboard.context import Dashboard
@@ -50,12 +49,12 @@ class ReviewStyles:
         """The analyzer thread's real state (not the bootstrap's request flag, which stays
         ``requested`` when its run failed)."""
         thread_id = analyzer_thread(self._d.settings.github.host, repository)
-        fields = await self._d.metadata.find(thread_id)
-        if fields is None:
+        thread = await self._d.metadata.find(thread_id)
+        if thread is None:
             return None
-        state = fields.get(STATE) or ThreadState.QUEUED.value
+        state = thread.state or ThreadState.QUEUED
         return AnalyzerOut(
-            thread_id=thread_id, state="done" if state == ThreadState.IDLE else state, url=f"/threads/{thread_id}"
+            thread_id=thread_id, state="done" if state is ThreadState.IDLE else state.value, url=f"/threads/{thread_id}"
         )
 
     async def _repository(self, principal: Principal, owner: str, name: str) -> str:

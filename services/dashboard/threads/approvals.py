@@ -43,17 +43,17 @@ class ThreadApprovals:
         self._bus = bus
 
     async def show(self, principal: Principal, thread_id: str) -> ApprovalsOut:
-        fields = await self._threads.visible(principal, thread_id)
+        thread = await self._threads.visible(principal, thread_id)
         return ApprovalsOut(
             plan=plan_out(plan) if (plan := await self._approvals.plan(thread_id)) else None,
             pushes=[push_out(hold) for hold in await self._approvals.pushes(thread_id)],
-            may_approve=is_owner(fields, user_id=principal.user_id),
+            may_approve=is_owner(thread, user_id=principal.user_id),
         )
 
     async def approve(self, principal: Principal, thread_id: str, change: str | None) -> ApprovalResult:
         """Approve the thread's held plan and pushes (or the one push ``change``) as its owner."""
-        fields = await self._threads.visible(principal, thread_id)
-        if not is_owner(fields, user_id=principal.user_id):
+        thread = await self._threads.visible(principal, thread_id)
+        if not is_owner(thread, user_id=principal.user_id):
             raise Forbidden("only this thread's owner can approve its plan or held pushes")
         approved = await self._approvals.approve(thread_id, by=principal.user_id, change=change)
         if approved.anything:

@@ -26,24 +26,10 @@ from drydock.sandbox.sentinel import PREFIX as CREATING
 from drydock.threads import Inbox, ids
 from drydock.threads.changes import ThreadChanges
 from drydock.threads.continuation import Continuations
-from drydock.threads.fields import (
-    CHANNEL,
-    CREATED_AT,
-    EFFORT,
-    KIND,
-    LAST_ACTIVITY,
-    MODEL,
-    OUTCOME,
-    OWNER,
-    REPLY_TO,
-    REPOSITORY,
-    SANDBOX_ID,
-    STATE,
-    TITLE,
-    new_thread_fields,
-)
+from drydock.threads.fields import EFFORT, MODEL, TITLE, new_thread_fields
 from drydock.threads.handoff import hand_off
 from drydock.threads.index import InvalidCursor, ThreadQuery, Visibility
+from drydock.threads.metadata import ThreadMetadata
 from drydock.threads.pr_records import PullRequestRecord
 from drydock.threads.states import EVENT_OUTCOMES, EVENT_STATES, ThreadState
 from drydock.usage.ledger import UsageLedger, UsageTotals
@@ -103,29 +89,17 @@ class Filters:
         return all(value is None or getattr(thread, name) == value for name, value in wanted.items())
 
 
-def title_of(fields: dict[str, str]) -> str:
-    if fields.get(TITLE):
-        return fields[TITLE]
-    try:
-        address = json.loads(fields.get(REPLY_TO) or "{}").get("address", {})
-    except ValueError:
-        address = {}
-    channel = fields.get(CHANNEL, "")
-    if channel == Channel.GITHUB and address.get("number"):
-        return f"{address.get('repository', fields.get(REPOSITORY, ''))}#{address['number']}"
-    if channel == Channel.SLACK and address.get("channel"):
+def title_of(thread: ThreadMetadata) -> str:
+    if thread.title:
+        return thread.title
+    address = thread.reply_to.address if thread.reply_to is not None else {}
+    if thread.channel is Channel.GITHUB and address.get("number"):
+        return f"{address.get('repository', thread.repository or '')}#{address['number']}"
+    if thread.channel is Channel.SLACK and address.get("channel"):
         return f"Slack thread in {address['channel']}"
-    if channel == Channel.LINEAR and address.get("issue_id"):
+    if thread.channel is Channel.LINEAR and address.get("issue_id"):
         return f"Linear issue {address['issue_id']}"
-    repository = fields.get(REPOSITORY)
-    return f"{fields.get(KIND, 'thread')} on {repository}" if repository else f"{fields.get(KIND, 'thread')} thread"
-
-
-def _moment(fields: dict[str, str], name: str) -> datetime | None:
-    try:
-        return datetime.fromisoformat(fields[name]) if fields.get(name) else None
-    except ValueError:
-        return None
+    return f"{thread.kind} on {thread.repository}" if thread.repository else f"{thread.kind} thread"
 
 
 def newest(pull_requests: list[PullRequestOut]) -> PullRequestOut | None:
@@ -133,25 +107,23 @@ def newest(pull_requests: list[PullRequestOut]) -> PullRequestOut | None:
 
 
 def summary(
-    thread_id: str, fields: dict[str, str], logins: dict[str, str], pull_request: PullRequestOut | None = None
+    thread: ThreadMetadata, logins: dict[str, str], pull_request: PullRequestOut | None = None
 ) -> ThreadSummary:
-    owner = fields.get(OWNER) or None
-    created = _moment(fields, CREATED_AT)
     return ThreadSummary(
-        id=thread_id,
-        kind=fields.get(KIND, ""),
-        channel=fields.get(CHANNEL) or None,
-        repository=fields.get(REPOSITORY) or None,
-        owner=owner,
-        owner_login=logins.get(owner) if owner else None,
-        state=fields.get(STATE) or None,
-        outcome=fields.get(OUTCOME) or None,
-        title=title_of(fields),
-        created_at=created,
-        last_activity=_moment(fields, LAST_ACTIVITY) or created,
+        id=thread.thread_id,
+        kind=thread.kind.value,
+        channel=thread.channel.value if thread.channel is not None else None,
+        repository=thread.repository,
+        owner=thread.owner,
+        owner_login=logins.get(thread.owner) if thread.owner else None,
+        state=thread.state.value if thread.state is not None else None,
+        outcome=thread.outcome,
+        title=title_of(thread),
+        created_at=thread.created_at,
+        last_activity=thread.last_activity or thread.created_at,
         pull_request=pull_request,
-        model=fields.get(MODEL) or None,
-        effort=fields.get(EFFORT) or None,
+        model=thread.model,
+        effort=thread.effort,
     )
 
 
@@ -208,27 +180,27 @@ class Threads:
             return None
         return Visibility(principal.user_id, await self._d.access.of(principal.session))
 
-    async def _may_see(self, principal: Principal, fields: dict[str, str]) -> bool:
-        if principal.admin or (fields.get(OWNER) and fields[OWNER] == principal.user_id):
+    async def _may_see(self, principal: Principal, thread: ThreadMetadata) -> bool:
+        if principal.admin or (thread.owner is not None and thread.owner == principal.user_id):
             return True
-        return await self._d.access.may_see(principal.session, fields.get(REPOSITORY) or None)
+        return await self._d.access.may_see(principal.session, thread.repository)
 
-    async def visible(self, principal: Principal, thread_id: str) -> dict[str, str]:
+    async def visible(self, principal: Principal, thread_id: str) -> ThreadMetadata:
         """The thread's metadata; :class:`NotFound` or :class:`Forbidden`."""
         return await self._visible(principal, thread_id)
 
-    async def _visible(self, principal: Principal, thread_id: str) -> dict[str, str]:
+    async def _visible(self, principal: Principal, thread_id: str) -> ThreadMetadata:
         """The thread's metadata; :class:`NotFound` or :class:`Forbidden`."""
-        fields = await self._d.metadata.find(thread_id) if _is_id(thread_id) else None
-        if fields is None:
+        thread = await self._d.metadata.find(thread_id) if _is_id(thread_id) else None
+        if thread is None:
             raise NotFound(f"no thread {thread_id}")
-        if not await self._may_see(principal, fields):
+        if not await self._may_see(principal, thread):
             raise Forbidden("you may not see this thread: it is not yours and you cannot see its repository")
-        return fields
+        return thread
 
     async def page(self, principal: Principal, filters: Filters) -> ThreadList:
         if not self._backfilled:
-            await self._d.index.backfill()
+            await self._d.index.backfill(self._d.metadata.scan())
             self._backfilled = True
         if filters.state is not None and filters.state not in {state.value for state in ThreadState}:
             raise Invalid.field(("query", "state"), f"{filters.state!r} is not one of {', '.join(ThreadState)}")
@@ -246,17 +218,14 @@ class Threads:
             page = await self._d.index.list(query)
         except InvalidCursor as error:
             raise Invalid.field(("query", "cursor"), str(error)) from None
-        async with self._d.runtime.redis.pipeline(transaction=False) as pipe:
-            for thread_id in page.thread_ids:
-                pipe.hgetall(self._d.runtime.keys.thread(thread_id))
-            found: list[dict[str, str]] = await pipe.execute()
-        rows = [(thread_id, fields) for thread_id, fields in zip(page.thread_ids, found, strict=True) if fields]
-        logins = await self._logins([fields.get(OWNER, "") for _, fields in rows])
-        records = await self._d.records.of_threads([thread_id for thread_id, _ in rows])
+        found = await self._d.metadata.find_many(page.thread_ids)
+        rows = [found[thread_id] for thread_id in page.thread_ids if thread_id in found]
+        logins = await self._logins([thread.owner for thread in rows])
+        records = await self._d.records.of_threads([thread.thread_id for thread in rows])
         return ThreadList(
             threads=[
-                summary(thread_id, fields, logins, newest([self._pull_request(r) for r in records[thread_id]]))
-                for thread_id, fields in rows
+                summary(thread, logins, newest([self._pull_request(r) for r in records[thread.thread_id]]))
+                for thread in rows
             ],
             next_cursor=page.next_cursor,
         )
@@ -273,27 +242,27 @@ class Threads:
 
     async def row(self, principal: Principal, thread_id: str) -> ThreadSummary | None:
         """One thread's list entry, for the live list; ``None`` if it is gone or not for this person."""
-        fields = await self._d.metadata.find(thread_id) if _is_id(thread_id) else None
-        if fields is None or not await self._may_see(principal, fields):
+        thread = await self._d.metadata.find(thread_id) if _is_id(thread_id) else None
+        if thread is None or not await self._may_see(principal, thread):
             return None
-        logins = await self._logins([fields.get(OWNER, "")])
+        logins = await self._logins([thread.owner])
         pull_requests = [self._pull_request(record) for record in await self._d.records.of_thread(thread_id)]
-        return summary(thread_id, fields, logins, newest(pull_requests))
+        return summary(thread, logins, newest(pull_requests))
 
-    async def _logins(self, user_ids: list[str]) -> dict[str, str]:
+    async def _logins(self, user_ids: list[str | None]) -> dict[str, str]:
         wanted = sorted({user_id for user_id in user_ids if user_id})
         identities = await self._d.accounts.identities(wanted) if wanted else {}
         return {user_id: identity.login for user_id, identity in identities.items()}
 
     async def detail(self, principal: Principal, thread_id: str) -> ThreadDetail:
-        fields = await self._visible(principal, thread_id)
+        thread = await self._visible(principal, thread_id)
         events = await self.events.history(thread_id)
         messages = (await self._inbox.read_after(thread_id))[-MESSAGES_LIMIT:]
         pull_requests = [self._pull_request(record) for record in await self._d.records.of_thread(thread_id)]
-        logins = await self._logins([fields.get(OWNER, "")])
+        logins = await self._logins([thread.owner])
         changes = await self.changes.get(thread_id)
         return ThreadDetail(
-            **summary(thread_id, fields, logins, newest(pull_requests)).model_dump(),
+            **summary(thread, logins, newest(pull_requests)).model_dump(),
             messages=[
                 MessageOut(
                     seq=stored.seq,
@@ -306,7 +275,7 @@ class Threads:
             ],
             events=[event_out(stored) for stored in events],
             pull_requests=[await self._with_checks(pull_request) for pull_request in pull_requests],
-            sandbox=await self._sandbox(fields.get(SANDBOX_ID) or ""),
+            sandbox=await self._sandbox(thread.sandbox_id or ""),
             changed_files=[change.path for change in changes.files] if changes else changed_files(events),
             changes=ChangesOut.model_validate(asdict(changes)) if changes else None,
             stop_requested=await self._d.stops.pending(thread_id),
@@ -385,7 +354,7 @@ class Threads:
             await self._d.states.set(thread_id, ThreadState.FAILED)
             raise
         logins = {principal.user_id: principal.session.login}
-        return summary(thread_id, await self._d.metadata.get(thread_id), logins)
+        return summary(await self._d.metadata.get(thread_id), logins)
 
     def _message(self, principal: Principal, thread_id: str, text: str, repository: str | None) -> InboxMessage:
         return InboxMessage(
@@ -406,22 +375,22 @@ class Threads:
 
     async def post(self, principal: Principal, thread_id: str, text: str) -> Accepted:
         """A follow-up from the dashboard; the thread's run picks it up, or a new run starts."""
-        fields = await self._visible(principal, thread_id)
-        if fields.get(KIND) != Role.CODER:
-            raise Conflict(f"a {fields.get(KIND)} thread takes no messages from the dashboard")
-        message = self._message(principal, thread_id, text, fields.get(REPOSITORY) or None)
+        thread = await self._visible(principal, thread_id)
+        if thread.kind is not Role.CODER:
+            raise Conflict(f"a {thread.kind} thread takes no messages from the dashboard")
+        message = self._message(principal, thread_id, text, thread.repository)
         await self._d.states.set(thread_id, ThreadState.QUEUED, unless=[ThreadState.RUNNING])
         await hand_off(self._d.runtime.bus, self._d.metadata, Role.CODER, message)
-        return Accepted(thread_id=thread_id, state=(await self._d.metadata.get(thread_id)).get(STATE))
+        state = await self._d.states.get(thread_id)
+        return Accepted(thread_id=thread_id, state=state.value if state is not None else None)
 
     async def stop(self, principal: Principal, thread_id: str) -> Accepted:
         """Ask the thread's run to stop; :class:`Conflict` when no run is queued or going on."""
-        fields = await self._visible(principal, thread_id)
-        state = fields.get(STATE)
+        state = (await self._visible(principal, thread_id)).state
         if state not in {ThreadState.RUNNING, ThreadState.QUEUED}:
             raise Conflict(f"the thread has no run to stop (it is {state or 'new'})")
         await self._d.stops.request(thread_id, by=principal.session.login)
-        return Accepted(thread_id=thread_id, state=state)
+        return Accepted(thread_id=thread_id, state=state.value if state is not None else None)
 
     async def may_follow(self, principal: Principal, thread_id: str) -> None:
         """:class:`NotFound` or :class:`Forbidden` unless the person may watch the thread's events."""

@@ -82,12 +82,12 @@ class Usage:
         biggest = sorted(totals, key=lambda name: (-totals[name].priced_cost_usd, -totals[name].calls))[:top]
         found = []
         for thread_id in biggest:
-            fields = await self._metadata.find(thread_id) or {}
+            thread = await self._metadata.find(thread_id)
             found.append(
                 ThreadUsageOut(
                     thread_id=thread_id,
-                    title=title_of(fields) if fields else thread_id,
-                    repository=fields.get("repository") or None,
+                    title=title_of(thread) if thread is not None else thread_id,
+                    repository=thread.repository if thread is not None else None,
                     total=TotalsOut.of(totals[thread_id]),
                 )
             )

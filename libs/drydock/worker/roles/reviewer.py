@@ -21,7 +21,6 @@ from drydock.review.checkouts import ReviewCheckout
 from drydock.review.guidelines import GuidelinesStore
 from drydock.review.target import ReviewTarget, ReviewTargets, fetch_target
 from drydock.roles import Role
-from drydock.threads.fields import REPLY_TO
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.tools import add_finding, fetch_url, http_get, list_findings, publish_review, update_finding, web_search
 from drydock.worker.role_spec import Prepared, RoleSpec, RunEnded, RunSetup
@@ -117,8 +116,7 @@ async def _status_at_head(setup: RunSetup, target: ReviewTarget) -> ReplyAddress
         return reply_to
     address = {k: v for k, v in reply_to.address.items() if k != "check_run_id"} | {"head_sha": target.head_sha}
     moved = reply_to.model_copy(update={"address": address})
-    metadata = ThreadMetadataStore(setup.redis, setup.keys)
-    await metadata.update(setup.scope.thread_id, lambda _fields: {REPLY_TO: moved.model_dump_json()})
+    await ThreadMetadataStore(setup.redis, setup.keys).set_reply_to(setup.scope.thread_id, moved)
     return moved
 
 
