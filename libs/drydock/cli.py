@@ -30,6 +30,7 @@ from drydock.infra.redis import StoreUnavailable
 from drydock.runtime import Runtime, open_runtime
 from drydock.telemetry import configure_logging
 from drydock.telemetry.metrics import MULTIPROCESS_DIRECTORY
+from drydock.telemetry.tracing import configure_tracing
 
 log = structlog.get_logger(__name__)
 
@@ -248,6 +249,11 @@ def main(argv: list[str] | None = None) -> None:
         print(configuration_report(settings))
         return
     configure_logging(settings.log, settings.log_format)
+    try:
+        configure_tracing(os.environ, service="drydock" if args.command != "serve" else f"drydock-{args.service}")
+    except ConfigError as error:
+        print(f"drydock: {error}", file=sys.stderr)
+        raise SystemExit(EXIT_CONFIG) from None
     for name, closest in unknown_variables(os.environ):
         log.warning("unknown setting ignored" + (f"; did you mean {closest}?" if closest else ""), variable=name)
     try:

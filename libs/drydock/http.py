@@ -32,6 +32,7 @@ from drydock.errors import describe
 from drydock.infra.read_deadline import with_read_deadline
 from drydock.runtime import Runtime, open_runtime
 from drydock.telemetry import metrics_response, workers_registry
+from drydock.telemetry.tracing import traced_asgi
 
 RouterFactory = Callable[[Runtime], APIRouter]
 """Builds a service's routes on a runtime; the web app's are listed in ``services.web.app``."""
@@ -104,8 +105,16 @@ class _App(FastAPI):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.direct: dict[str, DirectRoute] = {}
+        # Around the direct routes too, so a webhook's trace starts with its request.
+        self._traced = traced_asgi(self._dispatch)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._traced is not None:
+            await self._traced(scope, receive, send)
+        else:
+            await self._dispatch(scope, receive, send)
+
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             route = self.direct.get(scope["path"])
             if route is not None and route.methods is not None and scope["method"] in route.methods:

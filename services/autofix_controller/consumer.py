@@ -21,6 +21,7 @@ from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 
 from drydock.errors import describe
+from drydock.telemetry.tracing import continued_trace
 
 log = structlog.get_logger(__name__)
 
@@ -103,7 +104,8 @@ class StreamConsumer:
 
     async def _handle(self, message: Msg) -> None:
         try:
-            await self._handler(message)
+            with continued_trace(message.headers, f"consume {self._durable}", subject=message.subject):
+                await self._handler(message)
         except asyncio.CancelledError:
             with contextlib.suppress(NatsError):
                 await message.nak()

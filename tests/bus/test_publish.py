@@ -6,6 +6,7 @@ from drydock.bus import Bus, BusUnavailable, EventType, RunEvent, Wake
 from drydock.bus.streams import EVENTS_STREAM
 from drydock.roles import Role
 from drydock.telemetry.tracing import extract_context
+from tests.telemetry.spans import recorded_spans
 
 
 class TestPublish:
@@ -17,10 +18,8 @@ class TestPublish:
 
     async def test_event_round_trip_carries_trace_context(self, bus: Bus, thread_id: str) -> None:
         from opentelemetry import trace
-        from opentelemetry.sdk.trace import TracerProvider
 
-        tracer = TracerProvider().get_tracer("test")
-        with tracer.start_as_current_span("publish") as span:
+        with recorded_spans() as recording, recording.tracer.start_as_current_span("publish") as span:
             ack = await bus.emit(RunEvent(thread_id=thread_id, run_id="r1", type=EventType.STARTED))
         stored = await bus.js.get_msg(EVENTS_STREAM, seq=ack.seq)
         assert stored.subject == f"drydock.event.{thread_id}.started"

@@ -138,6 +138,18 @@ class TestDeployments:
             expected = workers if component(deployment) in {"ingress", "dashboard"} else None
             assert variables.get("DRYDOCK_HTTP_WORKERS") == expected, component(deployment)
 
+    def test_traces_go_to_the_collector_when_one_is_named(
+        self, default_manifests: list[Manifest], everything_manifests: list[Manifest]
+    ) -> None:
+        for rendered, endpoint in (
+            (default_manifests, None),
+            (everything_manifests, "http://otel-collector.observability.svc.cluster.local:4318"),
+        ):
+            for deployment in of_kind(rendered, "Deployment"):
+                (main,) = deployment["spec"]["template"]["spec"]["containers"]
+                variables = {variable["name"]: variable.get("value") for variable in main["env"]}
+                assert variables.get("OTEL_EXPORTER_OTLP_ENDPOINT") == endpoint, component(deployment)
+
     def test_a_disabled_service_has_no_objects(self, render: Render) -> None:
         rendered = render(set={"services.reviewer-worker.enabled": "false"})
         assert "reviewer-worker" not in {component(d) for d in of_kind(rendered, "Deployment")}

@@ -2,18 +2,22 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph_checkpoint_plainredis import AsyncRedisSaver
 
 from drydock.bus import Author, Bus, Channel, InboxMessage, ReplyAddress
 from drydock.middleware.inbox_injection import InboxInjection, inbox_message_id
+from drydock.middleware.model_call_limit import ModelCallLimit
 from drydock.threads import Inbox
 from tests.fakes.openai_server import Script, ScriptedModelServer
 from tests.middleware.conftest import chat_model, run_config
+from tests.telemetry.spans import named, parent_id, recorded_spans, span_id, trace_id
 
 
 @pytest.fixture
@@ -166,3 +170,30 @@ class TestInboxInjection:
 
         assert server.requests[0].texts("user") == ["hi"]
         assert "inbox_cursor" not in result
+
+
+class TestTraceLinks:
+    async def test_the_model_call_links_the_traces_the_injected_messages_came_in(
+        self, inbox: Inbox, checkpointer: AsyncRedisSaver, thread_id: str
+    ) -> None:
+        with recorded_spans() as recording:
+            with recording.tracer.start_as_current_span("first webhook") as first:
+                await inbox.append(_message(thread_id, "please fix the flaky test"))
+            with recording.tracer.start_as_current_span("second webhook") as second:
+                await inbox.append(_message(thread_id, "and update the changelog", author="bob"))
+            stack: list[AgentMiddleware[Any, Any, Any]] = [ModelCallLimit(5), InboxInjection(inbox, thread_id)]
+            async with ScriptedModelServer(Script().reply("on it")) as server:
+                agent = create_agent(chat_model(server), [], middleware=stack, checkpointer=checkpointer)
+                with recording.tracer.start_as_current_span("run") as run:
+                    await agent.ainvoke({"messages": []}, run_config(thread_id))
+
+        [call] = [span for span in recording.spans() if span.name.startswith("chat ")]
+        assert parent_id(call) == run.get_span_context().span_id
+        # Each message carries its publish's span, in its webhook's trace.
+        publishes = named(recording.spans(), "publish drydock.inbox")
+        assert [parent_id(publish) for publish in publishes] == [
+            first.get_span_context().span_id,
+            second.get_span_context().span_id,
+        ]
+        linked = [(link.context.trace_id, link.context.span_id) for link in call.links]
+        assert linked == [(trace_id(publish), span_id(publish)) for publish in publishes]

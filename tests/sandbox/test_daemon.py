@@ -285,3 +285,16 @@ def _gone(pid: int) -> bool:
     except OSError:
         return True
     return state == "Z"
+
+
+async def test_a_commands_git_requests_carry_the_exec_requests_trace(tmp_path: Path) -> None:
+    traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    show = "printf '%s|' \"$TRACEPARENT\"; git config --get-all http.extraHeader"
+    async with start_daemon(tmp_path) as daemon:
+        traced = await _post(daemon, protocol.EXEC, json={"command": show}, headers={"traceparent": traceparent})
+        forged = await _post(
+            daemon, protocol.EXEC, json={"command": show}, headers={"traceparent": f"{traceparent}, http.proxy=x"}
+        )
+        untraced = await _post(daemon, protocol.EXEC, json={"command": show})
+    assert traced.json()["output"] == f"{traceparent}|traceparent: {traceparent}\n"
+    assert forged.json()["output"] == untraced.json()["output"] == "|"

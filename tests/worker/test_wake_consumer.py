@@ -7,6 +7,8 @@ from collections import Counter
 from collections.abc import AsyncIterator
 
 import pytest
+from opentelemetry import trace
+from opentelemetry.trace import SpanContext, SpanKind
 from redis.asyncio import Redis
 
 from drydock.bus import Bus, EventType, RunEvent, Wake
@@ -19,6 +21,7 @@ from drydock.threads.fields import REPLY_TO
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.worker import WakeConsumer, WakeHandler
 from drydock.worker.dead_letters import DeadLetterOffice, DeadLetters
+from tests.telemetry.spans import attribute, named, parent_id, recorded_spans, span_id, trace_id
 from tests.waiting import eventually
 from tests.worker.conftest import WakeQueue
 
@@ -303,3 +306,48 @@ class TestShutdown:
                 heartbeat=1,
                 max_deliver=1,
             )
+
+
+class TestTraceContext:
+    async def test_the_run_continues_the_trace_the_wake_was_published_in(
+        self, wake_queue: WakeQueue, thread_id: str
+    ) -> None:
+        seen: list[SpanContext] = []
+
+        async def handler(wake: Wake) -> None:
+            seen.append(trace.get_current_span().get_span_context())
+
+        with recorded_spans() as recording:
+            with recording.tracer.start_as_current_span("webhook") as webhook:
+                await wake_queue.wake(thread_id)
+            async with consuming(wake_queue, handler):
+
+                async def handled() -> bool:
+                    return bool(named(recording.spans(), "wake coder"))
+
+                await eventually(handled)
+            spans = recording.spans()
+
+        [publish] = [span for span in spans if span.name.startswith("publish ")]
+        [wake] = named(spans, "wake coder")
+        assert parent_id(publish) == webhook.get_span_context().span_id
+        assert parent_id(wake) == span_id(publish)
+        assert trace_id(wake) == webhook.get_span_context().trace_id
+        assert wake.kind is SpanKind.CONSUMER
+        assert attribute(wake, "drydock.thread_id") == thread_id
+        assert [(context.trace_id, context.span_id) for context in seen] == [(trace_id(wake), span_id(wake))]
+
+    async def test_untraced_the_handler_runs_in_no_span(self, wake_queue: WakeQueue, thread_id: str) -> None:
+        seen: list[SpanContext] = []
+
+        async def handler(wake: Wake) -> None:
+            seen.append(trace.get_current_span().get_span_context())
+
+        await wake_queue.wake(thread_id)
+        async with consuming(wake_queue, handler):
+
+            async def handled() -> bool:
+                return bool(seen)
+
+            await eventually(handled)
+        assert not seen[0].is_valid

@@ -113,6 +113,10 @@ app.kubernetes.io/component: {{ .name }}
   value: {{ $values.environment | quote }}
 - name: DRYDOCK_LOG_LEVEL
   value: {{ $values.logLevel | quote }}
+{{- with $values.tracing.otlpEndpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ . | quote }}
+{{- end }}
 {{ include "drydock.urlEnv" (dict "name" "DRYDOCK_NATS_URL" "value" $values.nats.url "secret" $values.nats.urlSecret "what" "nats.url") }}
 - name: DRYDOCK_NATS_REPLICAS
   value: {{ $values.nats.replicas | quote }}

@@ -19,7 +19,7 @@ from drydock.bus.envelopes import GithubEvent, RunEvent, Wake
 from drydock.bus.story import tell
 from drydock.config import NatsSettings
 from drydock.errors import describe, without_password
-from drydock.telemetry.tracing import inject_headers
+from drydock.telemetry.tracing import inject_headers, publish_span
 
 log = structlog.get_logger(__name__)
 
@@ -113,8 +113,9 @@ class Bus:
     ) -> PubAck:
         """Publish and await the stream's acknowledgement; ``msg_id`` de-duplicates in the stream."""
         try:
-            async with asyncio.timeout(self.timeout):
-                return await (await self._send(subject, envelope, msg_id, headers))
+            with publish_span(subject):
+                async with asyncio.timeout(self.timeout):
+                    return await (await self._send(subject, envelope, msg_id, headers))
         except MaxPayloadError:
             raise MessageTooLarge(subject, self.nc.max_payload) from None
         except (NatsError, TimeoutError) as error:
@@ -128,7 +129,8 @@ class Bus:
         :meth:`acknowledged`) before counting the message as stored.
         """
         try:
-            return await self._send(subject, envelope, None, None)
+            with publish_span(subject):
+                return await self._send(subject, envelope, None, None)
         except MaxPayloadError:
             raise MessageTooLarge(subject, self.nc.max_payload) from None
         except (NatsError, TimeoutError) as error:

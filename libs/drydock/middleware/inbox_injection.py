@@ -12,6 +12,8 @@ its own checkpoint, on every step.
 The worker passes no messages of its own: the first model call of a run injects everything the
 thread received since the last run. A subagent's injection has no inbox (``None``): the
 conversation belongs to the agent that called ``task``, which reads the inbox at its next call.
+The model call's trace span is linked to the traces the injected messages came in (a follow-up's
+webhook), as the run's trace is its wake's.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from langgraph.types import Command
 
 from drydock.bus.envelopes import InboxMessage
 from drydock.middleware.protocols import InboxReader
+from drydock.telemetry.tracing import link_to
 
 
 class InboxState(AgentState[Any]):
@@ -70,6 +73,7 @@ class InboxInjection(AgentMiddleware[InboxState, Any, Any]):
         queued = await self.inbox.read_after(self.thread_id, cast(InboxState, request.state).get("inbox_cursor", 0))
         if not queued:
             return await handler(request)
+        link_to(stored.headers for stored in queued)
         messages = [
             HumanMessage(content=inbox_message_text(stored.message), id=inbox_message_id(stored.seq))
             for stored in queued

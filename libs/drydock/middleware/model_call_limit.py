@@ -19,7 +19,8 @@ limit reached, on which the worker pauses the thread and tells its source how to
 
 Each reply's token usage and cost is recorded here too (``usage``, a
 :class:`~drydock.usage.UsageRecorder`), at the same boundary: the step limit bounds spend as well
-as calls, and a subagent's calls are recorded by its own stack's limit on the run's recorder.
+as calls, and a subagent's calls are recorded by its own stack's limit on the run's recorder. So
+is each call's trace span (:func:`~drydock.telemetry.tracing.model_span`), for the same reason.
 
 The check wraps the model call instead of running as a ``before_model`` hook, because every
 hook is a graph node with its own checkpoint: the stop message stands in for the model's reply
@@ -48,6 +49,7 @@ from langgraph.types import Command
 from drydock.budgets.reached import Reached
 from drydock.middleware.outcome import BUDGET_KEY, StopReason, stop_message
 from drydock.middleware.protocols import SpendGuard, UsageRecorder
+from drydock.telemetry.tracing import model_span, record_usage
 
 
 @dataclass
@@ -122,7 +124,10 @@ class ModelCallLimit(AgentMiddleware[ModelCallLimitState, Any, Any]):
             )
         budget.spent = calls + 1
         try:
-            response = await handler(request)
+            with model_span(_model_id(request.model)) as traced:
+                response = await handler(request)
+                if traced is not None:
+                    record_usage(traced, response.result)
         except BaseException:
             budget.spent -= 1
             raise

@@ -4,7 +4,7 @@ instead of an exception that ends the run. Interrupts and other graph control fl
 It also binds the call's position for the effects layer (:mod:`drydock.effects.calls`: the
 graph step and the call's index in the model's message), since it wraps every tool call of every
 role: a replayed call, even one the model made again under a new id, keys its external writes
-by the same position."""
+by the same position. For the same reason each tool call's trace span starts here."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from langgraph.types import Command
 
 from drydock.effects import bound_call
 from drydock.effects.calls import position_in
+from drydock.telemetry.tracing import tool_span
 
 log = structlog.get_logger(__name__)
 
@@ -41,7 +42,7 @@ class ToolErrorsAsMessages(AgentMiddleware[AgentState[Any], Any, Any]):
         try:
             call_id = str(request.tool_call["id"])
             config = request.runtime.config if request.runtime is not None else None
-            with bound_call(position_in(config, request.state, call_id)):
+            with bound_call(position_in(config, request.state, call_id)), tool_span(request.tool_call["name"], call_id):
                 return await handler(request)
         except GraphBubbleUp:
             raise

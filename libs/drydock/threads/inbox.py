@@ -7,6 +7,7 @@ after the cursor gives exactly the messages not yet seen.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from nats.js.errors import NotFoundError
@@ -27,6 +28,8 @@ class AppendResult:
 class StoredMessage:
     seq: int
     message: InboxMessage
+    headers: Mapping[str, str] | None = None
+    """The message's NATS headers (its trace context among them)."""
 
 
 class Inbox:
@@ -55,6 +58,6 @@ class Inbox:
                 break
             assert raw.seq is not None
             assert raw.data is not None
-            found.append(StoredMessage(raw.seq, InboxMessage.model_validate_json(raw.data)))
+            found.append(StoredMessage(raw.seq, InboxMessage.model_validate_json(raw.data), raw.headers))
             seq = raw.seq + 1
         return found

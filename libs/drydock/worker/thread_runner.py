@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 import structlog
 
 from drydock.bus import Trigger, Wake
+from drydock.telemetry.tracing import THREAD_ID, span
 from drydock.threads import Inbox, Lease, LeaseBusy, Leases
 
 log = structlog.get_logger(__name__)
@@ -35,14 +36,18 @@ class ThreadRunner:
         while True:
             try:
                 async with self._leases.hold(thread_id, self._owner) as lease:
-                    cursor = await self._run(thread_id, lease)
+                    cursor = await self._traced_run(wake, lease)
                     while await self._pending(thread_id, cursor):
-                        cursor = await self._run(thread_id, lease)
+                        cursor = await self._traced_run(wake, lease)
             except LeaseBusy:
                 log.info("thread is running elsewhere; its holder picks the message up", thread_id=thread_id)
                 return
             if not await self._pending(thread_id, cursor):
                 return
+
+    async def _traced_run(self, wake: Wake, lease: Lease) -> int:
+        with span(f"run {wake.role.value}", attributes={THREAD_ID: wake.thread_id}):
+            return await self._run(wake.thread_id, lease)
 
     async def _pending(self, thread_id: str, cursor: int) -> bool:
         """Whether a message after ``cursor`` asks for a run; context alone waits for the next one."""

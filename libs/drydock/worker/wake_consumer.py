@@ -29,6 +29,7 @@ from drydock.bus.subjects import MAX_DELIVERIES_ADVISORY
 from drydock.errors import describe
 from drydock.infra.cancellation import pause, raise_if_cancelling
 from drydock.roles import Role
+from drydock.telemetry.tracing import continued_trace
 from drydock.worker.dead_letters import DeadLetterOffice
 
 log = structlog.get_logger(__name__)
@@ -129,7 +130,10 @@ class WakeConsumer:
             return
         keepalive = asyncio.create_task(self._keep_alive(message))
         try:
-            await self._handler(wake)
+            with continued_trace(
+                message.headers, f"wake {wake.role.value}", subject=message.subject, thread_id=wake.thread_id
+            ):
+                await self._handler(wake)
         except asyncio.CancelledError:
             keepalive.cancel()
             with contextlib.suppress(NatsError):

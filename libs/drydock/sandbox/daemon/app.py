@@ -19,6 +19,7 @@ from drydock.sandbox.daemon.confinement import Confinement
 from drydock.sandbox.daemon.execution import ExecQueueFull, ExecSlots, ProcessGroups, run_command
 from drydock.sandbox.daemon.files import download, upload
 from drydock.sandbox.daemon.http11 import BadRequest, HttpError, Request, Response, json_response
+from drydock.sandbox.daemon.trace_context import with_trace_context
 
 log = logging.getLogger("drydock.sandbox.daemon")
 
@@ -142,7 +143,7 @@ class Daemon:
         if not command.strip() or "\x00" in command:
             raise BadRequest("command must be a non-empty string without NUL bytes")
         cwd = self._cwd(body_field(body, "cwd", str, required=False))
-        env = self._env(body_field(body, "env", dict, required=False))
+        env = with_trace_context(self._env(body_field(body, "env", dict, required=False)), request.headers)
         timeout = self._timeout(body_field(body, "timeout", (int, float), required=False))
         output_cap = self._output_cap(body_field(body, "output_cap", int, required=False))
         try:
