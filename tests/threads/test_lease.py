@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import tempfile
 from datetime import timedelta
 from pathlib import Path
@@ -90,6 +91,42 @@ class TestHold:
         with pytest.raises(LeaseLost):
             await run_while_stolen()
         assert not reached_end
+
+    async def test_a_block_that_swallows_the_cancellation_still_ends(
+        self, leases: Leases, redis: Redis, keys: Keys, thread_id: str
+    ) -> None:
+        swallowed, reached_end = False, False
+
+        async def run_on_after_a_swallow() -> None:
+            nonlocal swallowed, reached_end
+            async with leases.hold(thread_id, "a"):
+                await redis.delete(keys.lease(thread_id))
+                try:
+                    await asyncio.sleep(SHORT.total_seconds() * 3)
+                except asyncio.CancelledError:
+                    swallowed = True  # as a library racing a timeout against an answer may
+                await asyncio.sleep(SHORT.total_seconds() * 3)
+                reached_end = True
+
+        with pytest.raises(LeaseLost):
+            await run_on_after_a_swallow()
+        assert swallowed
+        assert not reached_end
+
+    async def test_a_block_that_ends_after_its_lease_was_lost_ends_with_lease_lost(
+        self, leases: Leases, redis: Redis, keys: Keys, thread_id: str
+    ) -> None:
+        async def swallow_every_cancellation() -> None:
+            async with leases.hold(thread_id, "a"):
+                await redis.delete(keys.lease(thread_id))
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + SHORT.total_seconds() * 3
+                while loop.time() < deadline:
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await asyncio.sleep(0.01)
+
+        with pytest.raises(LeaseLost):
+            await swallow_every_cancellation()
 
     async def test_renewal_failing_cancels_the_block_within_the_ttl(self, keys: Keys, thread_id: str) -> None:
         with tempfile.TemporaryDirectory() as tmp:

@@ -606,3 +606,18 @@ class TestLease:
             first, again = r.model.requests
             assert again.texts("user") == first.texts("user")
             assert sum("@drydock please" in text for text in again.texts("user")) == 1
+
+    async def test_a_lease_lost_as_the_run_starts_ends_it_before_it_completes(self, rig: Rigging) -> None:
+        async with rig(Script().reply("too late", latency=5)) as r:
+            thread = await r.thread()
+            held = Leases(r.redis, r.keys, ttl=timedelta(seconds=1.5)).hold(thread.id, "test")
+
+            async def run() -> None:
+                async with held as lease:
+                    await r.redis.delete(r.keys.lease(thread.id))
+                    await r.runs(thread.id, lease)
+
+            with pytest.raises(LeaseLost):
+                await asyncio.wait_for(run(), timeout=60)
+            assert EventType.COMPLETED not in await r.types(thread)
+            assert r.texts(thread) == []

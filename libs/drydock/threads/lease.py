@@ -26,6 +26,9 @@ from drydock.infra.redis import Keys
 
 log = structlog.get_logger(__name__)
 
+RECANCEL_EVERY = 0.05
+"""How often a block whose lease was lost is cancelled again while it has not ended."""
+
 
 class LeaseBusy(RuntimeError):
     """Another worker holds the thread's lease."""
@@ -102,6 +105,7 @@ class HeldLease:
         self._task: asyncio.Task[object] | None = None
         self._renewer: asyncio.Task[None] | None = None
         self.lost = False
+        self._cancels = 0
 
     async def __aenter__(self) -> Lease:
         lease = await self._leases.acquire(self._thread_id, self._owner)
@@ -123,8 +127,15 @@ class HeldLease:
             lambda: self._leases.renew(lease), self._leases.ttl, log.bind(thread_id=lease.thread_id, fence=lease.fence)
         )
         self.lost = True
-        if self._task is not None:
+        # A library can swallow the cancellation (Python 3.11's wait_for does when it meets an
+        # answer), so it is repeated until the block ends: the run must not act on unleased.
+        while self._task is not None and not self._task.done():
             self._task.cancel(msg="lease lost")
+            self._cancels += 1
+            try:
+                await asyncio.sleep(RECANCEL_EVERY)
+            except asyncio.CancelledError:
+                return
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -136,9 +147,17 @@ class HeldLease:
         # cancellation of this task while it waits.
         await asyncio.wait([self._renewer])
         if self.lost:
-            if exc_type is asyncio.CancelledError and self._task is not None and self._task.uncancel() == 0:
+            if exc_type is None or (exc_type is asyncio.CancelledError and self._ours_only()):
                 raise LeaseLost(f"lease on thread {self._thread_id} lost") from None
             return False
         with contextlib.suppress(RedisError, OSError):
             await self._leases.release(self._lease)
         return False
+
+    def _ours_only(self) -> bool:
+        """Whether every cancellation the task got was this lease's: then it ends as :class:`LeaseLost`."""
+        assert self._task is not None
+        remaining = self._task.cancelling()
+        for _ in range(self._cancels):
+            remaining = self._task.uncancel()
+        return remaining == 0
