@@ -166,8 +166,6 @@ class DurableConsumer(Generic[Envelope]):
         self._drop_unreadable = drop_unreadable
         self._stream = stream or subscription.stream
         self._durable = durable or subscription.durable
-        self.active = 0
-        """Messages being handled now."""
 
     def router(self, nc: NatsClient | None = None) -> NatsRouter:
         """The consumer's subscribers; ``nc`` (the connection they will run on) gives their inbox prefix."""
@@ -213,7 +211,6 @@ class DurableConsumer(Generic[Envelope]):
             log.error("unreadable message dropped", consumer=self._durable, subject=raw.subject, error=describe(error))
             await (raw.ack() if self._drop_unreadable else raw.term())
             return
-        self.active += 1
         keepalive = asyncio.create_task(self._keep_alive(raw)) if self._heartbeat else None
         try:
             await call_next(message)
@@ -236,8 +233,6 @@ class DurableConsumer(Generic[Envelope]):
             if keepalive is not None:
                 keepalive.cancel()
             await raw.ack()
-        finally:
-            self.active -= 1
 
     async def _keep_alive(self, raw: Msg) -> None:
         assert self._heartbeat is not None
