@@ -17,20 +17,16 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import structlog
-from nats.aio.msg import Msg
-from pydantic import ValidationError
 
-from drydock.autofix.controller import AutofixController, GithubUnavailable
+from drydock.autofix.controller import AutofixController
 from drydock.autofix.github import AutofixGithub
 from drydock.autofix.leadership import Leadership, Term
 from drydock.autofix.monitor import Monitor
-from drydock.bus import GithubEvent, RunEvent
-from drydock.bus.streams import AUTOFIX_CONSUMER, AUTOFIX_RUNS_CONSUMER, EVENTS_STREAM, GITHUB_STREAM
 from drydock.channels.github.client import GithubClient
 from drydock.runtime import Runtime
 from drydock.scheduler import Schedules, Wakeups
 from drydock.telemetry.logging import configuration_gap
-from services.autofix_controller.consumer import Drop, StreamConsumer
+from services.autofix_controller.consumer import ControllerConsumers
 
 log = structlog.get_logger(__name__)
 
@@ -65,37 +61,15 @@ class ControllerService:
         )
         self.controller = controller
 
-        async def on_github(message: Msg) -> None:
-            try:
-                event = GithubEvent.model_validate_json(message.data)
-            except ValidationError as error:
-                raise Drop(f"unreadable event: {error}") from None
-            try:
-                await controller.handle(event)
-            except GithubUnavailable as missing:
-                raise Drop(str(missing)) from None
-
-        async def on_run_end(message: Msg) -> None:
-            try:
-                event = RunEvent.model_validate_json(message.data)
-            except ValidationError as error:
-                raise Drop(f"unreadable run event: {error}") from None
-            await controller.run_ended(event)
-
-        max_deliver = settings.nats.run_max_deliver
         poll = settings.autofix.scheduler_poll.total_seconds()
+        consumers = ControllerConsumers(
+            controller, concurrency=settings.autofix.concurrency, max_deliver=settings.nats.run_max_deliver
+        )
         loops = [
-            StreamConsumer(
-                runtime.bus.js, stream=GITHUB_STREAM, durable=AUTOFIX_CONSUMER, handler=on_github,
-                concurrency=settings.autofix.concurrency, max_deliver=max_deliver,
-            ).run(term.ended),
-            StreamConsumer(
-                runtime.bus.js, stream=EVENTS_STREAM, durable=AUTOFIX_RUNS_CONSUMER, handler=on_run_end,
-                concurrency=8, max_deliver=max_deliver,
-            ).run(term.ended),
+            consumers.run(runtime.bus.nc, term.ended),
             Wakeups(runtime.redis, runtime.keys).run_forever(runtime.bus, interval=poll, stop=term.ended),
             Schedules(runtime.redis, runtime.keys).run_forever(runtime.bus, interval=poll, stop=term.ended),
-        ]  # fmt: skip
+        ]
         if self.github is not None:
             loops.append(
                 Monitor(controller).run_forever(

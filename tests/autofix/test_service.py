@@ -12,19 +12,19 @@ from typing import TypeVar
 
 import pytest
 from nats.aio.client import Client as NatsClient
-from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 from redis.asyncio import Redis
 
 from drydock.autofix.policy import Outcome
-from drydock.bus import Bus, EventType, RunEvent
+from drydock.bus import Bus, EventType, GithubEvent, RunEvent
+from drydock.bus.consumers import Drop, DurableConsumer
+from drydock.bus.streams import Subscription
 from drydock.config import Settings
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.runtime import Runtime
 from drydock.scheduler import Wakeups
 from services.autofix_controller import service
-from services.autofix_controller.consumer import Drop, StreamConsumer
 from services.autofix_controller.serving import ControllerService, controller_service
 from tests.autofix.conftest import World
 from tests.waiting import eventually
@@ -59,51 +59,60 @@ async def private(bus: Bus) -> AsyncIterator[PrivateStream]:
     await bus.js.delete_stream(stream.stream)
 
 
+def github_event(delivery_id: str) -> bytes:
+    return (
+        GithubEvent(delivery_id=delivery_id, event="check_run", repository="acme/app", payload={})
+        .model_dump_json()
+        .encode()
+    )
+
+
 async def consume(
-    private: PrivateStream, handler: Callable[[Msg], Awaitable[None]]
+    private: PrivateStream, handler: Callable[[GithubEvent], Awaitable[None]]
 ) -> tuple[asyncio.Event, asyncio.Task[None]]:
     stop = asyncio.Event()
-    consumer = StreamConsumer(
-        private.bus.js, stream=private.stream, durable=private.durable, handler=handler, concurrency=4, max_deliver=3,
-        fetch_timeout=0.2,
-    )  # fmt: skip
-    return stop, asyncio.create_task(consumer.run(stop))
+    subscription = Subscription(private.stream, private.durable, f"{private.subject}.{{event}}", GithubEvent, "test")
+    consumer = DurableConsumer(
+        subscription, handler, concurrency=4, max_deliver=3, fetch_timeout=0.2, drop_unreadable=True
+    )
+    return stop, asyncio.create_task(consumer.run(private.bus.nc, stop))
 
 
-class TestStreamConsumer:
+class TestControllerConsumer:
     async def test_every_message_is_handled_and_acknowledged(self, private: PrivateStream) -> None:
-        seen: list[bytes] = []
+        seen: list[str] = []
 
-        async def handler(message: Msg) -> None:
-            seen.append(message.data)
+        async def handler(event: GithubEvent) -> None:
+            seen.append(event.delivery_id)
 
         for index in range(50):
-            await private.bus.js.publish(f"{private.subject}.x", str(index).encode())
+            await private.bus.js.publish(f"{private.subject}.x", github_event(str(index)))
         stop, task = await consume(private, handler)
         await eventually(lambda: len(seen) == 50)
         await eventually(lambda: _zero(private))
         stop.set()
         await task
-        assert sorted(int(data) for data in seen) == list(range(50))
+        assert sorted(int(delivery) for delivery in seen) == list(range(50))
 
     async def test_a_failed_handler_is_retried_and_a_drop_is_acknowledged(self, private: PrivateStream) -> None:
-        attempts: dict[bytes, int] = {}
+        attempts: dict[str, int] = {}
 
-        async def handler(message: Msg) -> None:
-            attempts[message.data] = attempts.get(message.data, 0) + 1
-            if message.data == b"flaky" and attempts[message.data] == 1:
+        async def handler(event: GithubEvent) -> None:
+            attempts[event.delivery_id] = attempts.get(event.delivery_id, 0) + 1
+            if event.delivery_id == "flaky" and attempts[event.delivery_id] == 1:
                 raise RuntimeError("redis blinked")
-            if message.data == b"unreadable":
-                raise Drop("not an event")
+            if event.delivery_id == "hopeless":
+                raise Drop("no GitHub App")
 
-        await private.bus.js.publish(f"{private.subject}.x", b"flaky")
-        await private.bus.js.publish(f"{private.subject}.x", b"unreadable")
+        await private.bus.js.publish(f"{private.subject}.x", github_event("flaky"))
+        await private.bus.js.publish(f"{private.subject}.x", github_event("hopeless"))
+        await private.bus.js.publish(f"{private.subject}.x", b"not an event")
         stop, task = await consume(private, handler)
-        await eventually(lambda: attempts.get(b"flaky") == 2)
+        await eventually(lambda: attempts.get("flaky") == 2)
         await eventually(lambda: _zero(private))
         stop.set()
         await task
-        assert attempts == {b"flaky": 2, b"unreadable": 1}
+        assert attempts == {"flaky": 2, "hopeless": 1}
 
 
 async def _zero(private: PrivateStream) -> bool:

@@ -24,6 +24,20 @@ class TestAsyncApi:
                     continue  # object-store buckets are storage, not bus channels
                 assert any(_matches(pattern, address) for address in addresses), pattern
 
+    def test_every_durable_consumer_is_a_receive_operation(self) -> None:
+        document = asyncapi_document()
+        received = {
+            operation["channel"]["$ref"].rsplit("/", 1)[1]
+            for operation in document["operations"].values()
+            if operation["action"] == "receive"
+        }
+        for consumer in topology(NatsSettings()).consumers:
+            assert consumer.config.durable_name in received
+            assert (
+                f"durable pull consumer '{consumer.config.durable_name}'"
+                in (document["channels"][consumer.config.durable_name]["description"])
+            )
+
     def test_messages_resolve_to_schemas(self) -> None:
         document = asyncapi_document()
         schemas = document["components"]["schemas"]

@@ -7,6 +7,7 @@ of them, so a consumer setting changed here takes effect on the next start.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import structlog
 from nats.js import JetStreamContext
@@ -20,9 +21,10 @@ from nats.js.api import (
     StreamConfig,
 )
 from nats.js.errors import NotFoundError
+from pydantic import BaseModel
 
 from drydock.bus import subjects
-from drydock.bus.envelopes import EventType
+from drydock.bus.envelopes import EventType, GithubEvent, RunEvent, Wake
 from drydock.config import NatsSettings, SnapshotSettings
 from drydock.roles import Role
 
@@ -38,9 +40,59 @@ AUTOFIX_RUNS_CONSUMER = "autofix-runs"
 RUN_END_EVENTS = (EventType.COMPLETED, EventType.STEP_LIMIT, EventType.STOPPED, EventType.ERROR)
 
 
+Envelope = TypeVar("Envelope", bound=BaseModel)
+
+
 def run_consumer(role: Role) -> str:
     """The durable pull consumer shared by every replica of a role's worker."""
     return f"run-{role.value}"
+
+
+@dataclass(frozen=True)
+class Subscription(Generic[Envelope]):
+    """What a durable consumer delivers: its stream, its name, its subjects and their envelope.
+
+    ``subject`` names each token's meaning (``drydock.run.coder.{thread_id}``): the AsyncAPI
+    document shows it as the channel's address."""
+
+    stream: str
+    durable: str
+    subject: str
+    envelope: type[Envelope]
+    description: str
+    span: str = ""
+    """The name of the span each message is handled in (``consume <durable>`` when empty)."""
+
+    @property
+    def span_name(self) -> str:
+        return self.span or f"consume {self.durable}"
+
+
+def run_subscription(role: Role) -> Subscription[Wake]:
+    return Subscription(
+        RUNS_STREAM,
+        run_consumer(role),
+        f"{subjects.RUN}.{role.value}.{{thread_id}}",
+        Wake,
+        f"Wakes of {role.value} threads, one durable consumer shared by every {role.value} worker.",
+        span=f"wake {role.value}",
+    )
+
+
+GITHUB_EVENTS = Subscription(
+    GITHUB_STREAM,
+    AUTOFIX_CONSUMER,
+    f"{subjects.GITHUB}.{{event}}",
+    GithubEvent,
+    "CI and pull-request events (the token is X-GitHub-Event) for the autofix controller.",
+)
+RUN_ENDINGS = Subscription(
+    EVENTS_STREAM,
+    AUTOFIX_RUNS_CONSUMER,
+    f"{subjects.EVENT}.{{thread_id}}.{{type}}",
+    RunEvent,
+    "Run endings (completed, step_limit, stopped, error) for the autofix controller, which end repair runs.",
+)
 
 
 @dataclass(frozen=True)
