@@ -15,7 +15,7 @@ from redis.asyncio import Redis
 from redis.exceptions import WatchError
 
 from drydock.infra.compare_and_set import back_off
-from drydock.infra.redis import Keys
+from drydock.infra.redis import Keys, Queue
 from drydock.roles import Role
 from drydock.threads.fields import KIND
 from drydock.threads.index import index_entry
@@ -107,6 +107,11 @@ class ThreadMetadataStore:
         created = await self._create(keys=keys, args=args)
         if not created:
             raise ThreadExists(thread_id)
+
+    def queue_create(self, pipe: Queue, thread_id: str, *, kind: Role, fields: Mapping[str, str] | None = None) -> None:
+        """Queue :meth:`create`; its reply is 1 when it created the thread, 0 when it existed."""
+        keys, args = self._creation(thread_id, kind, fields or {})
+        pipe.eval(_CREATE, len(keys), *keys, *args)
 
     async def ensure(self, thread_id: str, *, kind: Role, fields: Mapping[str, str] | None = None) -> dict[str, str]:
         """Create the thread (and index it) unless it exists; return its metadata either way."""

@@ -17,7 +17,6 @@ from enum import StrEnum
 from typing import cast
 
 from redis.asyncio import Redis
-from redis.asyncio.client import Pipeline
 
 from drydock.infra.redis import Keys, Queue
 from drydock.threads.ids import short_id
@@ -139,7 +138,7 @@ class PullRequestRecords:
         """Index the thread by its short id, so a branch name alone finds it."""
         await self._redis.set(self._keys.thread_short_id(short_id(thread_id)), thread_id)
 
-    def queue_remember_thread(self, pipe: Pipeline, thread_id: str) -> None:
+    def queue_remember_thread(self, pipe: Queue, thread_id: str) -> None:
         pipe.set(self._keys.thread_short_id(short_id(thread_id)), thread_id)
 
     async def set_state(self, host: str, repository: str, number: int, state: PullRequestState) -> bool:
