@@ -103,7 +103,7 @@ class Ingress:
             default_handle=settings.ingress.mention_handle,
             owner_commands=OwnerCommands.create(runtime, redis, self.metadata),
         )
-        self.dispatcher = Dispatcher(runtime.bus, self.metadata, self.records)
+        self.dispatcher = Dispatcher(runtime.bus, self.metadata, self.records, self._batches)
         self._in_flight = asyncio.Semaphore(settings.ingress.max_in_flight)
         self._deadline = settings.ingress.accept_timeout.total_seconds()
 

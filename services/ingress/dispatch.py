@@ -1,7 +1,8 @@
 """Making a delivery's decisions durable, in this order:
 
-1. the metadata of new threads (so a woken worker finds the thread's kind and reply address)
-   and the settings a message sets on its thread (its model choice, read by the run it wakes),
+1. the metadata of new threads (so a woken worker finds the thread's kind and reply address),
+   with their short-id index entries, in one round trip; and the settings a message sets on
+   its thread (its model choice, read by the run it wakes),
 2. the inbox appends and the forwarded CI events, concurrently,
 3. the wakes, once their thread's inbox append is acknowledged (a wake that overtook its
    message could find an empty inbox and end the run).
@@ -20,27 +21,34 @@ from redis.exceptions import RedisError
 
 from drydock.bus import Bus, BusUnavailable, MessageTooLarge, Wake
 from drydock.errors import describe
+from drydock.infra.redis import Batch, BatchConnections
 from drydock.threads.inbox import Inbox
-from drydock.threads.metadata import ThreadExists, ThreadMetadataStore
+from drydock.threads.metadata import ThreadMetadataStore
 from drydock.threads.pr_records import PullRequestRecords
 from services.ingress.errors import Rejected, Unavailable
 from services.ingress.routing import Publish, Route
 
 
 class Dispatcher:
-    def __init__(self, bus: Bus, metadata: ThreadMetadataStore, records: PullRequestRecords) -> None:
+    def __init__(
+        self, bus: Bus, metadata: ThreadMetadataStore, records: PullRequestRecords, batches: BatchConnections
+    ) -> None:
         self._bus = bus
         self._inbox = Inbox(bus)
         self._metadata = metadata
         self._records = records
+        self._batches = batches
 
-    async def _create(self, route: Route) -> None:
-        assert route.create is not None
-        try:
-            await self._metadata.create(route.thread_id, kind=route.role, fields=route.create)
-        except ThreadExists:
-            # Another delivery created it since the lookup: its metadata stands, with this message's settings.
-            await self._settle(route)
+    async def _create(self, new_threads: list[Route]) -> None:
+        batch = Batch(self._batches)
+        for route in new_threads:
+            self._metadata.queue_create(batch, route.thread_id, kind=route.role, fields=route.create)
+            self._records.queue_remember_thread(batch, route.thread_id)
+        replies = await batch.execute()
+        # Another delivery created a thread since the lookup: its metadata stands, with this message's settings.
+        existed = [route for route, created in zip(new_threads, replies[::2], strict=True) if created != 1]
+        if existed:
+            await asyncio.gather(*(self._settle(route) for route in existed))
 
     async def _settle(self, route: Route) -> None:
         settings = route.settings
@@ -59,10 +67,11 @@ class Dispatcher:
         try:
             new_threads = [route for route in routes if route.create is not None]
             settled = [route for route in routes if route.create is None and route.settings]
-            if new_threads or settled:
+            if new_threads and not settled:
+                await self._create(new_threads)
+            elif new_threads or settled:
                 await asyncio.gather(
-                    *(self._create(route) for route in new_threads),
-                    *(self._records.remember_thread(route.thread_id) for route in new_threads),
+                    self._create(new_threads),
                     *(self._settle(route) for route in settled),
                 )
             work = [

@@ -20,6 +20,11 @@ class TestCommand:
             ("@drydock approve this and push", False, False),
             ("@drydock please do not approve", False, False),
             ("@other approve", False, False),
+            ("@DRYDOCK APPROVE!", False, True),
+            ("@drydock\n\n  Approve  ", False, True),
+            ("@drydock @drydock approve", False, True),
+            ("@drydock please take a look. " * 300, False, False),
+            ("@drydock " + "x" * 8000, True, False),
         ],
     )
     def test_the_whole_message_is_the_command(self, text: str, addressed: bool, expected: bool) -> None:

@@ -14,6 +14,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
 
 import drydock.graphs.subagents
+from drydock.graphs.subagents import BuiltAtFirstCall
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 
@@ -49,7 +50,10 @@ def subagent(graph: Graph, name: str) -> Graph:
     """The compiled subagent that ``graph``'s ``task`` tool runs for ``name``."""
     task = cast(Any, graph.nodes["tools"].bound).tools_by_name["task"]
     runnable = _cells(task.coroutine)["subagent_graphs"][name]
-    return cast(Graph, getattr(runnable, "bound", runnable))
+    runnable = getattr(runnable, "bound", runnable)
+    if isinstance(runnable, BuiltAtFirstCall):
+        runnable = runnable.built
+    return cast(Graph, runnable)
 
 
 class Stacks:

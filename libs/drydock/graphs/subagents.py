@@ -10,7 +10,9 @@
   notice). Around the stack it gets what the framework gives its general-purpose subagent:
   file and shell tools, summarization, patching of dangling tool calls and prompt caching,
   with the last slot taken by the :class:`~drydock.middleware.provider_edge.ProviderEdge`.
-  It has no ``write_todos``: the plan is the calling agent's.
+  It has no ``write_todos``: the plan is the calling agent's. Its graph is compiled at the
+  run's first ``task`` call (:class:`BuiltAtFirstCall`), not with the coder's: most runs never
+  call it, and compiling it was a third of the time from a run's start to its first model call.
 - **reviewer** and **analyzer**: none. A subagent would be a second agent to keep read-only
   and inside a lean stack for work the role does in a few reads; :class:`NoSubagents` takes
   the framework's subagent slot, so they have no ``task`` tool.
@@ -21,6 +23,8 @@ subagent's included.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from deepagents.graph import DeepAgentState
@@ -30,6 +34,7 @@ from deepagents.middleware.patch_tool_calls import PatchToolCallsMiddleware
 from deepagents.middleware.subagents import GENERAL_PURPOSE_SUBAGENT, CompiledSubAgent, SubAgentMiddleware
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, AgentState
+from langchain_core.runnables import Runnable, RunnableConfig
 
 from drydock.graphs.inputs import AgentInputs
 from drydock.graphs.token_count import summarization
@@ -84,10 +89,37 @@ def coder_subagent_middleware(
     return [*middleware, edge]
 
 
+class BuiltAtFirstCall(Runnable[Any, Any]):
+    """A subagent's graph, compiled when the agent first calls it and kept for the run.
+
+    The framework calls a compiled subagent only through ``ainvoke`` (``invoke`` for the sync
+    ``task``), bound with its name by ``with_config``; both reach the compiled graph unchanged.
+    """
+
+    def __init__(self, build: Callable[[], Runnable[Any, Any]]) -> None:
+        self._build = build
+        self._built: Runnable[Any, Any] | None = None
+
+    @property
+    def built(self) -> Runnable[Any, Any]:
+        """The compiled graph (compiled now if it was not yet)."""
+        if self._built is None:
+            self._built = self._build()
+        return self._built
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self.built.invoke(input, config, **kwargs)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return await self.built.ainvoke(input, config, **kwargs)
+
+
 def coder_subagent(inputs: AgentInputs, budget: StepBudget, breaker: SandboxCircuitBreaker) -> CompiledSubAgent:
     """The coder's general-purpose subagent, inside the coder's stack, spending ``budget`` and
     tripping ``breaker``."""
-    runnable = create_agent(
+    # The middleware (bound to this run's budget and breaker) is made now, the graph at the first call.
+    build = functools.partial(
+        create_agent,
         inputs.model,
         tools=inputs.tools,
         system_prompt=GENERAL_PURPOSE_SUBAGENT["system_prompt"],
@@ -98,5 +130,5 @@ def coder_subagent(inputs: AgentInputs, budget: StepBudget, breaker: SandboxCirc
     return {
         "name": GENERAL_PURPOSE_SUBAGENT["name"],
         "description": GENERAL_PURPOSE_SUBAGENT["description"],
-        "runnable": runnable,
+        "runnable": BuiltAtFirstCall(build),
     }

@@ -127,6 +127,8 @@ class Queue(Protocol):
 
     def set(self, name: str, value: str, *, px: int | None = None, nx: bool = False, get: bool = False) -> object: ...
 
+    def eval(self, script: str, numkeys: int, *keys_and_args: str | int) -> object: ...
+
 
 def _pack(*command: str | int) -> bytes:
     # hiredis's stub types the argument as a tuple of one element; it takes any length.
@@ -196,6 +198,11 @@ class Batch:
         if get:
             command.append("GET")
         self._packed.append(_pack(*command))
+
+    def eval(self, script: str, numkeys: int, *keys_and_args: str | int) -> None:
+        """The script's source goes with every call: the server keeps it compiled by its
+        digest, and a batch has no NOSCRIPT round trip to repeat."""
+        self._packed.append(_pack("EVAL", script, numkeys, *keys_and_args))
 
     async def execute(self) -> list[Any]:
         """Every reply, in order. An error reply is raised once all replies are read, so the

@@ -282,6 +282,16 @@ class ThreadMetadataStore:
         if not created:
             raise ThreadExists(thread_id)
 
+    def queue_create(self, pipe: Queue, thread_id: str, *, kind: Role, fields: Mapping[str, str] | None = None) -> None:
+        """Queue :meth:`create`; its reply is 1 when it created the thread, 0 when it existed."""
+        keys, args = self._creation(thread_id, kind, fields or {})
+        pipe.eval(_CREATE, len(keys), *keys, *args)
+
+    def _creation(self, thread_id: str, kind: Role, fields: Mapping[str, str]) -> tuple[list[str], list[str | int]]:
+        flat = _flatten(kind, fields)
+        entry = index_entry(self._keys, thread_id, {**fields, KIND: kind.value})
+        return [self._keys.thread(thread_id), *entry.keys], [thread_id, entry.score, entry.facets, *flat]
+
     async def find(self, thread_id: str) -> ThreadMetadata | None:
         found = cast(dict[str, str], await self._redis.hgetall(self._keys.thread(thread_id)))
         return ThreadMetadata.parse(thread_id, found) if found else None

@@ -142,6 +142,9 @@ class PullRequestRecords:
         """Index the thread by its short id, so a branch name alone finds it."""
         await self._redis.set(self._keys.thread_short_id(short_id(thread_id)), thread_id)
 
+    def queue_remember_thread(self, pipe: Queue, thread_id: str) -> None:
+        pipe.set(self._keys.thread_short_id(short_id(thread_id)), thread_id)
+
     async def set_state(self, host: str, repository: str, number: int, state: PullRequestState) -> bool:
         """Mark the pull request open, closed or merged; False if there is no record."""
         key = self._keys.pr_record(host, repository, number)
