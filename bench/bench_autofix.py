@@ -52,9 +52,9 @@ from drydock.autofix.github import AutofixGithub
 from drydock.bus import Bus, EventType, GithubEvent, ReplyAddress, RunEvent, connect_nats, provision, subjects, topology
 from drydock.bus.envelopes import Channel
 from drydock.bus.streams import AUTOFIX_CONSUMER, EVENTS_STREAM, GITHUB_STREAM
-from drydock.channels.github.client import GithubClient
 from drydock.config import load_settings
 from drydock.embedded import embedded_infrastructure, free_port
+from drydock.github import GithubClient
 from drydock.infra.redis import Keys, connect_redis
 from drydock.roles import Role
 from drydock.threads.fields import OWNER, REPLY_TO, REPOSITORY
@@ -288,8 +288,7 @@ async def main() -> None:
         section = settings.github.model_copy(update={"api_url": f"http://127.0.0.1:{instant}"})
         client = GithubClient(section)
         stack.push_async_callback(client.aclose)
-        github = AutofixGithub(client, section)
-        stack.push_async_callback(github.aclose)
+        github = AutofixGithub(client)
         in_process = AutofixController(settings, bus, redis, keys, github)
         await decision_latency(in_process, Repository(redis, keys, first=1))
 

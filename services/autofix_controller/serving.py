@@ -26,7 +26,7 @@ from drydock.autofix.leadership import Leadership, Term
 from drydock.autofix.monitor import Monitor
 from drydock.bus import GithubEvent, RunEvent
 from drydock.bus.streams import AUTOFIX_CONSUMER, AUTOFIX_RUNS_CONSUMER, EVENTS_STREAM, GITHUB_STREAM
-from drydock.channels.github.client import GithubClient
+from drydock.github import GithubClient
 from drydock.runtime import Runtime
 from drydock.scheduler import Schedules, Wakeups
 from drydock.telemetry.logging import configuration_gap
@@ -131,6 +131,5 @@ async def controller_service(runtime: Runtime, *, owner: str | None = None) -> A
         if settings.github.app_id is not None and settings.github.private_key is not None:
             client = GithubClient(settings.github)
             stack.push_async_callback(client.aclose)
-            github = AutofixGithub(client, settings.github)
-            stack.push_async_callback(github.aclose)
+            github = AutofixGithub(client)
         yield ControllerService(runtime, github, leadership)

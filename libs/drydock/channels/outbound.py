@@ -11,7 +11,6 @@ import httpx
 
 from drydock.bus.envelopes import Channel, InboxMessage, ReplyAddress
 from drydock.channels.errors import ChannelNotConfigured
-from drydock.channels.github.client import GithubClient
 from drydock.channels.github.reply import GithubReplies
 from drydock.channels.github.status import GithubStatus
 from drydock.channels.linear.client import LinearClient
@@ -23,6 +22,7 @@ from drydock.channels.slack.reply import APPROVE_BUTTON, Button, SlackReplies
 from drydock.channels.slack.status import SlackStatus
 from drydock.config import Settings
 from drydock.effects import Effects
+from drydock.github import GithubClient
 from drydock.threads.continuation import CONTINUE_ACTION
 
 CONTINUE_BUTTON = Button(action_id=CONTINUE_ACTION, text="Continue", value="continue")

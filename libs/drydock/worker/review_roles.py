@@ -21,8 +21,8 @@ import structlog
 
 from drydock.bus.envelopes import Channel, ReplyAddress
 from drydock.channels.errors import OutboundFailed
-from drydock.channels.github.client import GithubClient
 from drydock.credentials.user_tokens import app_authorization
+from drydock.github import GithubClient
 from drydock.review.analysis import (
     AnalysisProgress,
     BootstrapState,

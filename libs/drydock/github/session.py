@@ -1,0 +1,172 @@
+"""What every area of the GitHub client shares: one githubkit ``GitHub`` over one HTTP
+connection pool, the REST API version, the authorization of each request, and sending.
+
+``api_url`` is ``https://api.github.com`` or a GitHub Enterprise Server's ``https://HOST/api/v3``.
+"""
+
+from __future__ import annotations
+
+import functools
+import ssl
+from collections.abc import Awaitable, Callable, Generator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from githubkit import BaseAuthStrategy, GitHub, Response
+from githubkit.exception import RequestError, RequestFailed
+
+from drydock.config import GithubSettings
+from drydock.errors import ChannelNotConfigured, OutboundFailed, describe
+from drydock.github.app_jwt import AppBearer
+from drydock.github.pagination import pages
+
+if TYPE_CHECKING:
+    from githubkit import GitHubCore
+
+API_VERSION = "2022-11-28"
+"""The REST API version every request names; githubkit's typed methods default to the newest,
+which GitHub Enterprise Server releases may not support yet."""
+USER_AGENT = "drydock"
+VERSION_HEADER = {"X-GitHub-Api-Version": API_VERSION}
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """One verification context per process (building one costs tens of milliseconds), from the
+    system's trust store, so a GitHub Enterprise server's private CA is trusted once installed there."""
+    return ssl.create_default_context()
+
+
+@dataclass
+class _Authorization(BaseAuthStrategy):
+    """Send ``Authorization: header()`` on every request: the App's JWT (githubkit's
+    ``AppAuthStrategy`` needs PyJWT, which is not installed) or a caller's header verbatim."""
+
+    header: Callable[[], str]
+
+    def get_auth_flow(self, github: GitHubCore[Any]) -> httpx.Auth:
+        return _HeaderAuth(self.header)
+
+
+class _HeaderAuth(httpx.Auth):
+    def __init__(self, header: Callable[[], str]) -> None:
+        self._header = header
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = self._header()
+        yield request
+
+
+class _Pooled(httpx.AsyncBaseTransport):
+    """githubkit opens and closes an ``httpx`` client for every request made outside
+    ``async with``: each would build its own SSL context and pool (githubkit#285), and closing it
+    closes the transport it was given. This transport sends through one long-lived client."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self._client = client
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await self._client.send(request, stream=True)
+
+
+def _no_app() -> str:
+    raise ChannelNotConfigured("GitHub App not configured: set DRYDOCK_GITHUB_APP_ID and _PRIVATE_KEY")
+
+
+class GithubSession:
+    """The shared part of :class:`~drydock.github.GithubClient`: construction, sending and closing.
+
+    ``require_app=False`` makes a client that acts only with its callers' authorization (the
+    dashboard signing people in without a GitHub App); what needs the App then raises
+    :class:`~drydock.errors.ChannelNotConfigured`.
+    """
+
+    def __init__(
+        self,
+        settings: GithubSettings,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        require_app: bool = True,
+    ) -> None:
+        configured = settings.app_id is not None and settings.private_key is not None
+        if require_app and not configured:
+            _no_app()
+        self.app: AppBearer | None = None
+        if settings.app_id is not None and settings.private_key is not None:
+            self.app = AppBearer(settings.app_id, settings.private_key.get_secret_value())
+        self.api_url = settings.api_url.rstrip("/")
+        self._margin = settings.token_refresh_margin.total_seconds()
+        self._http = httpx.AsyncClient(transport=transport, verify=_tls())
+        self._github = GitHub(
+            _Authorization(self.app.header if self.app is not None else _no_app),
+            base_url=self.api_url,
+            user_agent=USER_AGENT,
+            timeout=settings.request_timeout,
+            async_transport=_Pooled(self._http),
+            # A 302 from the membership check means "not a member"; following it would ask
+            # about public membership instead.
+            follow_redirects=False,
+            http_cache=False,
+            # Retrying a POST that GitHub may have carried out could comment twice; callers retry.
+            auto_retry=False,
+        )
+
+    @property
+    def configured(self) -> bool:
+        """Whether the GitHub App's id and key are set, so the client can act as the App."""
+        return self.app is not None
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def unreachable(self, error: RequestError[Exception]) -> OutboundFailed:
+        """GitHub could not be reached (``status`` is ``None``)."""
+        return OutboundFailed(f"GitHub at {self.api_url} unreachable: {describe(error.exc)}")
+
+    async def answer(self, request: Awaitable[Response[Any, Any]]) -> httpx.Response:
+        """GitHub's response, whatever its status; :class:`OutboundFailed` if GitHub is unreachable."""
+        try:
+            return (await request).raw_response
+        except RequestFailed as failed:
+            return failed.response.raw_response
+        except RequestError as error:
+            raise self.unreachable(error) from None
+
+    @property
+    def as_app(self) -> GitHub[Any]:
+        """Requests signed with the App's JWT."""
+        return self._github
+
+    def as_caller(self, authorization: str) -> GitHub[Any]:
+        """Requests sent with the caller's ``Authorization`` header verbatim."""
+        return self._github.with_auth(_Authorization(lambda: authorization))
+
+    async def send(
+        self,
+        github: GitHub[Any],
+        method: str,
+        path: str,
+        json: Any = None,
+        params: dict[str, str] | None = None,
+    ) -> httpx.Response:
+        """One request to a path under ``api_url`` (or an absolute URL GitHub gave, a ``next`` link)."""
+        return await self.answer(github.arequest(method, path, json=json, params=params, headers=VERSION_HEADER))
+
+    async def listed(
+        self,
+        authorization: str,
+        path: str,
+        doing: str,
+        *,
+        limit: int,
+        field: str | None = None,
+        params: dict[str, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every item of a listing read with the caller's authorization (:func:`pages`)."""
+        github = self.as_caller(authorization)
+
+        async def fetch(url: str, query: dict[str, str] | None) -> httpx.Response:
+            return await self.send(github, "GET", url, params=query)
+
+        return await pages(fetch, path, doing, limit=limit, field=field, params=params)
