@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from cryptography.fernet import Fernet
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from redis.asyncio import Redis
@@ -298,6 +299,7 @@ async def main() -> None:
             "redis": {"url": urls.redis},
             "github": {"app_id": 1, "app_slug": "drydock", "private_key": _private_key(), "api_url": github_url},
             "autofix": {"monitor_interval": 3600},
+            "crypto": {"keys": [Fernet.generate_key().decode()]},
         }
         environment = {key: value for key, value in os.environ.items() if not key.startswith("DRYDOCK_")}
         environment |= settings_environment(overrides)

@@ -10,7 +10,7 @@ import functools
 import ssl
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import httpx
 from githubkit import BaseAuthStrategy, GitHub, Response
@@ -70,7 +70,7 @@ class _Pooled(httpx.AsyncBaseTransport):
         return await self._client.send(request, stream=True)
 
 
-def _no_app() -> str:
+def _no_app() -> NoReturn:
     raise ChannelNotConfigured("GitHub App not configured: set DRYDOCK_GITHUB_APP_ID and _PRIVATE_KEY")
 
 
@@ -135,7 +135,9 @@ class GithubSession:
 
     @property
     def as_app(self) -> GitHub[Any]:
-        """Requests signed with the App's JWT."""
+        """Requests signed with the App's JWT; :class:`ChannelNotConfigured` without an App."""
+        if self.app is None:
+            _no_app()
         return self._github
 
     def as_caller(self, authorization: str) -> GitHub[Any]:
