@@ -296,7 +296,7 @@ async def main() -> None:
         github_url = f"http://127.0.0.1:{slow}"
         overrides: dict[str, dict[str, Any]] = {
             "nats": {"url": urls.nats},
-            "redis": {"url": urls.redis},
+            "redis": {"url": urls.redis, "accept_ephemeral": True},
             "github": {"app_id": 1, "app_slug": "drydock", "private_key": _private_key(), "api_url": github_url},
             "autofix": {"monitor_interval": 3600},
             "crypto": {"keys": [Fernet.generate_key().decode()]},
@@ -306,7 +306,10 @@ async def main() -> None:
         environment |= {"DRYDOCK_HTTP_HEALTH_LISTENER": "false", "DRYDOCK_ENVIRONMENT": "production"}
         serve = ("-m", "drydock", "serve", "autofix-controller")
         await stack.enter_async_context(process(*serve, log=logs / "controller.log", environment=environment))
-        while not await redis.exists(keys.autofix_leader()):  # noqa: ASYNC110 - led by another process
+        leading_by = time.monotonic() + 120
+        while not await redis.exists(keys.autofix_leader()):
+            if time.monotonic() > leading_by:
+                raise SystemExit(f"the controller did not take the lead in 120 s: see {logs / 'controller.log'}")
             await asyncio.sleep(0.05)
         repository = Repository(redis, keys, first=100_000)
         async with httpx.AsyncClient(base_url=github_url) as control:

@@ -35,13 +35,6 @@ def expiry(body: dict[str, Any]) -> datetime:
 
 
 class Installations(GithubSession):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._tokens: dict[int, tuple[str, float]] = {}
-        self._minting: dict[int, asyncio.Lock] = {}
-        self._installations: dict[str, Installation] = {}
-        """Installations by ``owner/name`` or ``org:name``; an optimization, they rarely change."""
-
     async def installation_token(self, installation_id: int) -> str:
         """A cached installation token, minted anew shortly before the old one expires."""
         cached = self._tokens.get(installation_id)

@@ -6,6 +6,7 @@ connection pool, the REST API version, the authorization of each request, and se
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import ssl
 from collections.abc import Awaitable, Callable, Generator
@@ -23,6 +24,8 @@ from drydock.github.pagination import pages
 
 if TYPE_CHECKING:
     from githubkit import GitHubCore
+
+    from drydock.github.installations import Installation
 
 API_VERSION = "2022-11-28"
 """The REST API version every request names; githubkit's typed methods default to the newest,
@@ -111,6 +114,10 @@ class GithubSession:
             # Retrying a POST that GitHub may have carried out could comment twice; callers retry.
             auto_retry=False,
         )
+        self._tokens: dict[int, tuple[str, float]] = {}
+        self._minting: dict[int, asyncio.Lock] = {}
+        self._installations: dict[str, Installation] = {}
+        """Installations by ``owner/name`` or ``org:name``; an optimization, they rarely change."""
 
     @property
     def configured(self) -> bool:
