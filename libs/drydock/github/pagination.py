@@ -5,13 +5,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import httpx
-
-from drydock.github.responses import checked_list
+from drydock.github.responses import Answer, Received, checked_list
 
 PER_PAGE = 100
 
-Fetch = Callable[[str, dict[str, str] | None], Awaitable[httpx.Response]]
+Fetch = Callable[[str, dict[str, str] | None], Awaitable[Received]]
 """Sends ``GET`` to a path or to an absolute URL (a ``next`` link), with the query given."""
 
 
@@ -33,5 +31,5 @@ async def pages(
         response = await fetch(url, query)
         found += checked_list(response, doing, field)
         # The next link carries the whole query, page number included.
-        url, query = response.links.get("next", {}).get("url"), None
+        url, query = Answer.of(response).next_url, None
     return found[:limit]

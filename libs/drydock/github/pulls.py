@@ -40,7 +40,7 @@ class Pulls(Installations):
         return checked(response, doing)
 
     async def get_pull(self, authorization: str, full_name: str, number: int) -> dict[str, Any]:
-        response = await self.send(self.as_caller(authorization), "GET", f"/repos/{full_name}/pulls/{number}")
+        response = await self.get(authorization, f"/repos/{full_name}/pulls/{number}")
         return checked(response, f"reading pull request {full_name}#{number}")
 
     async def list_pulls(

@@ -17,14 +17,14 @@ class Repositories(Installations):
 
     async def get_commit(self, authorization: str, full_name: str, ref: str) -> dict[str, Any]:
         """A commit (``commit.author``, ``author.login``, …)."""
-        response = await self.send(self.as_caller(authorization), "GET", f"/repos/{full_name}/commits/{ref}")
+        response = await self.get(authorization, f"/repos/{full_name}/commits/{ref}")
         return checked(response, f"reading commit {ref} of {full_name}")
 
     async def collaborator_permission(self, authorization: str, full_name: str, login: str) -> str:
         """``admin``, ``maintain``, ``write``, ``triage``, ``read`` or ``none`` (GitHub's 404: no
         such person)."""
         path = f"/repos/{full_name}/collaborators/{login}/permission"
-        response = await self.send(self.as_caller(authorization), "GET", path)
+        response = await self.get(authorization, path)
         if response.status_code == 404:
             return "none"
         body = checked(response, f"reading {login}'s permission on {full_name}")

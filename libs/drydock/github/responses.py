@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -10,15 +12,38 @@ import httpx
 from drydock.errors import OutboundFailed
 
 
-def json_body(response: httpx.Response) -> Any:
+@dataclass(frozen=True)
+class Answer:
+    """GitHub's answer as the lean read path receives it: status, body, the ``next`` link."""
+
+    status_code: int
+    content: bytes
+    next_url: str | None = None
+
+    @classmethod
+    def of(cls, response: httpx.Response | Answer) -> Answer:
+        if isinstance(response, Answer):
+            return response
+        next_url = response.links.get("next", {}).get("url")
+        return cls(response.status_code, response.content, next_url)
+
+    @property
+    def is_success(self) -> bool:
+        return 200 <= self.status_code < 300
+
+
+Received = httpx.Response | Answer
+
+
+def json_body(response: Received) -> Any:
     """The answer's JSON (``{}`` when empty), or ``None`` when it is not JSON."""
     try:
-        return response.json() if response.content else {}
+        return json.loads(response.content) if response.content else {}
     except ValueError:
         return None
 
 
-def error_messages(response: httpx.Response, prefix: str = "") -> list[str]:
+def error_messages(response: Received, prefix: str = "") -> list[str]:
     """The ``errors`` of a validation failure, as text (a message, or the field and code)."""
     body = json_body(response)
     errors = body.get("errors") if isinstance(body, dict) else None
@@ -33,10 +58,10 @@ def error_messages(response: httpx.Response, prefix: str = "") -> list[str]:
     return found
 
 
-def failure(response: httpx.Response, doing: str) -> OutboundFailed:
+def failure(response: Received, doing: str) -> OutboundFailed:
     """GitHub's refusal, with its status, its message and the details of a validation failure."""
     body = json_body(response)
-    message = body.get("message") if isinstance(body, dict) else response.text[:200]
+    message = body.get("message") if isinstance(body, dict) else response.content[:200].decode(errors="replace")
     details = error_messages(response)
     if details:
         message = f"{message}: {'; '.join(details)}"
@@ -50,7 +75,7 @@ def graphql_failure(errors: Any, doing: str) -> OutboundFailed:
     return OutboundFailed(f"GitHub answered {first.get('message')!r} {doing}", status=status)
 
 
-def checked(response: httpx.Response, doing: str) -> dict[str, Any]:
+def checked(response: Received, doing: str) -> dict[str, Any]:
     """The JSON object of a successful response; :class:`OutboundFailed` with GitHub's message otherwise."""
     body = json_body(response)
     if response.is_success and isinstance(body, dict):
@@ -58,7 +83,7 @@ def checked(response: httpx.Response, doing: str) -> dict[str, Any]:
     raise failure(response, doing)
 
 
-def checked_list(response: httpx.Response, doing: str, field: str | None = None) -> list[dict[str, Any]]:
+def checked_list(response: Received, doing: str, field: str | None = None) -> list[dict[str, Any]]:
     """The objects of a successful response's JSON array (or of the array named ``field`` in
     its object), as :func:`checked` does for objects."""
     body = json_body(response)

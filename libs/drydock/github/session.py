@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
+import aiohttp
 import httpx
 from githubkit import BaseAuthStrategy, GitHub, Response
 from githubkit.exception import RequestError, RequestFailed
@@ -21,6 +22,7 @@ from drydock.config import GithubSettings
 from drydock.errors import ChannelNotConfigured, OutboundFailed, describe
 from drydock.github.app_jwt import AppBearer
 from drydock.github.pagination import pages
+from drydock.github.responses import Answer
 
 if TYPE_CHECKING:
     from githubkit import GitHubCore
@@ -32,6 +34,8 @@ API_VERSION = "2022-11-28"
 which GitHub Enterprise Server releases may not support yet."""
 USER_AGENT = "drydock"
 VERSION_HEADER = {"X-GitHub-Api-Version": API_VERSION}
+READ_CONNECTIONS = 32
+"""Connections kept for reads (:meth:`GithubSession.get`)."""
 
 
 @functools.cache
@@ -114,6 +118,12 @@ class GithubSession:
             # Retrying a POST that GitHub may have carried out could comment twice; callers retry.
             auto_retry=False,
         )
+        # Reads with a caller's authorization skip githubkit and httpx: they are the autofix
+        # controller's hot path, and an httpx request costs several times the CPU of aiohttp's
+        # (measured: bench/bench_autofix.py). A transport given for tests carries them too.
+        self._lean = transport is None
+        self._timeout = settings.request_timeout
+        self._reads: aiohttp.ClientSession | None = None
         self._tokens: dict[int, tuple[str, float]] = {}
         self._minting: dict[int, asyncio.Lock] = {}
         self._installations: dict[str, Installation] = {}
@@ -126,6 +136,8 @@ class GithubSession:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+        if self._reads is not None:
+            await self._reads.close()
 
     def unreachable(self, error: RequestError[Exception]) -> OutboundFailed:
         """GitHub could not be reached (``status`` is ``None``)."""
@@ -162,6 +174,30 @@ class GithubSession:
         """One request to a path under ``api_url`` (or an absolute URL GitHub gave, a ``next`` link)."""
         return await self.answer(github.arequest(method, path, json=json, params=params, headers=VERSION_HEADER))
 
+    def _read_session(self) -> aiohttp.ClientSession:
+        """Opened on first use, as aiohttp needs the running loop."""
+        if self._reads is None:
+            self._reads = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=self._timeout),
+                connector=aiohttp.TCPConnector(limit=READ_CONNECTIONS, ttl_dns_cache=300, ssl=_tls()),
+                headers={"Accept": "application/vnd.github+json", "User-Agent": USER_AGENT} | VERSION_HEADER,
+            )
+        return self._reads
+
+    async def get(self, authorization: str, url: str, params: dict[str, str] | None = None) -> Answer:
+        """``GET`` a path under ``api_url`` (or a ``next`` link) with the caller's authorization."""
+        if not self._lean:
+            return Answer.of(await self.send(self.as_caller(authorization), "GET", url, params=params))
+        target = url if url.startswith(("http://", "https://")) else f"{self.api_url}{url}"
+        headers = {"Authorization": authorization}
+        try:
+            async with self._read_session().get(target, params=params, headers=headers, allow_redirects=False) as got:
+                content = await got.read()
+                next_link = got.links.get("next")
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise OutboundFailed(f"GitHub at {self.api_url} unreachable: {describe(error)}") from None
+        return Answer(got.status, content, str(next_link["url"]) if next_link is not None else None)
+
     async def listed(
         self,
         authorization: str,
@@ -173,9 +209,8 @@ class GithubSession:
         params: dict[str, str] | None = None,
     ) -> list[dict[str, Any]]:
         """Every item of a listing read with the caller's authorization (:func:`pages`)."""
-        github = self.as_caller(authorization)
 
-        async def fetch(url: str, query: dict[str, str] | None) -> httpx.Response:
-            return await self.send(github, "GET", url, params=query)
+        async def fetch(url: str, query: dict[str, str] | None) -> Answer:
+            return await self.get(authorization, url, query)
 
         return await pages(fetch, path, doing, limit=limit, field=field, params=params)
