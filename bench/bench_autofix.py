@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from cryptography.fernet import Fernet
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from redis.asyncio import Redis
@@ -52,9 +53,9 @@ from drydock.autofix.github import AutofixGithub
 from drydock.bus import Bus, EventType, GithubEvent, ReplyAddress, RunEvent, connect_nats, provision, subjects, topology
 from drydock.bus.envelopes import Channel
 from drydock.bus.streams import AUTOFIX_CONSUMER, EVENTS_STREAM, GITHUB_STREAM
-from drydock.channels.github.client import GithubClient
 from drydock.config import load_settings
 from drydock.embedded import embedded_infrastructure, free_port
+from drydock.github import GithubClient
 from drydock.infra.redis import Keys, connect_redis
 from drydock.roles import Role
 from drydock.threads.fields import OWNER, REPLY_TO, REPOSITORY
@@ -288,24 +289,27 @@ async def main() -> None:
         section = settings.github.model_copy(update={"api_url": f"http://127.0.0.1:{instant}"})
         client = GithubClient(section)
         stack.push_async_callback(client.aclose)
-        github = AutofixGithub(client, section)
-        stack.push_async_callback(github.aclose)
+        github = AutofixGithub(client)
         in_process = AutofixController(settings, bus, redis, keys, github)
         await decision_latency(in_process, Repository(redis, keys, first=1))
 
         github_url = f"http://127.0.0.1:{slow}"
         overrides: dict[str, dict[str, Any]] = {
             "nats": {"url": urls.nats},
-            "redis": {"url": urls.redis},
+            "redis": {"url": urls.redis, "accept_ephemeral": True},
             "github": {"app_id": 1, "app_slug": "drydock", "private_key": _private_key(), "api_url": github_url},
             "autofix": {"monitor_interval": 3600},
+            "crypto": {"keys": [Fernet.generate_key().decode()]},
         }
         environment = {key: value for key, value in os.environ.items() if not key.startswith("DRYDOCK_")}
         environment |= settings_environment(overrides)
         environment |= {"DRYDOCK_HTTP_HEALTH_LISTENER": "false", "DRYDOCK_ENVIRONMENT": "production"}
         serve = ("-m", "drydock", "serve", "autofix-controller")
         await stack.enter_async_context(process(*serve, log=logs / "controller.log", environment=environment))
-        while not await redis.exists(keys.autofix_leader()):  # noqa: ASYNC110 - led by another process
+        leading_by = time.monotonic() + 120
+        while not await redis.exists(keys.autofix_leader()):
+            if time.monotonic() > leading_by:
+                raise SystemExit(f"the controller did not take the lead in 120 s: see {logs / 'controller.log'}")
             await asyncio.sleep(0.05)
         repository = Repository(redis, keys, first=100_000)
         async with httpx.AsyncClient(base_url=github_url) as control:

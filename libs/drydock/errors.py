@@ -1,4 +1,5 @@
-"""Naming an error in a message."""
+"""Naming an error in a message, and the errors of calls to an outside API (a channel's, GitHub's),
+which the layers above all catch."""
 
 from __future__ import annotations
 
@@ -21,3 +22,23 @@ def _redacted(url: str) -> str:
         return url
     user = userinfo.split(":", 1)[0]
     return f"{scheme}://{user}:***@{host}"
+
+
+class ChannelError(Exception):
+    """Base of the channel errors; ``reason`` is safe to log (it never quotes secrets)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ChannelNotConfigured(ChannelError):
+    """The channel lacks the secret or credential this operation needs."""
+
+
+class OutboundFailed(ChannelError):
+    """A call to the channel's API failed; ``status`` is the HTTP status when there was one."""
+
+    def __init__(self, reason: str, *, status: int | None = None) -> None:
+        super().__init__(reason)
+        self.status = status

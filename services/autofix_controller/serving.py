@@ -22,7 +22,7 @@ from drydock.autofix.controller import AutofixController
 from drydock.autofix.github import AutofixGithub
 from drydock.autofix.leadership import Leadership, Term
 from drydock.autofix.monitor import Monitor
-from drydock.channels.github.client import GithubClient
+from drydock.github import GithubClient
 from drydock.runtime import Runtime
 from drydock.scheduler import Schedules, Wakeups
 from drydock.telemetry.logging import configuration_gap
@@ -105,6 +105,5 @@ async def controller_service(runtime: Runtime, *, owner: str | None = None) -> A
         if settings.github.app_id is not None and settings.github.private_key is not None:
             client = GithubClient(settings.github)
             stack.push_async_callback(client.aclose)
-            github = AutofixGithub(client, settings.github)
-            stack.push_async_callback(github.aclose)
+            github = AutofixGithub(client)
         yield ControllerService(runtime, github, leadership)

@@ -13,6 +13,7 @@ from drydock.accounts import AccountsStore, LinkCodes
 from drydock.config import Settings
 from drydock.credentials.cipher import CipherError, SecretCipher
 from drydock.credentials.user_tokens import UserTokens
+from drydock.github import GithubClient
 from drydock.infra.server_keys import ServerKeys
 from drydock.models import ModelCatalog
 from drydock.review.analysis import AnalysisProgress, request_analysis
@@ -60,6 +61,8 @@ class Dashboard:
     request_bootstrap: RequestBootstrap
     bootstrap_state: BootstrapState
     github: GithubSignIn | None
+    github_api: GithubClient
+    """The one GitHub client: as the App where it is configured, else with people's tokens only."""
     oidc: OidcSignIn | None
     user_tokens: UserTokens | None
     dev_login: bool
@@ -83,7 +86,8 @@ class Dashboard:
         redis, keys, host = runtime.redis, runtime.keys, settings.github.host
         http = httpx.AsyncClient(timeout=settings.github.request_timeout, follow_redirects=False, trust_env=False)
         accounts = AccountsStore(redis, keys, host=host)
-        github = GithubSignIn(settings, http) if settings.dashboard.github_client_id else None
+        github_api = GithubClient(settings.github, require_app=False)
+        github = GithubSignIn(settings, http, github_api) if settings.dashboard.github_client_id else None
         oidc = OidcSignIn(settings, http) if settings.dashboard.oidc_issuer else None
         user_tokens = _user_tokens(runtime)
         server_keys = ServerKeys.from_settings(settings.crypto)
@@ -127,11 +131,12 @@ class Dashboard:
             access=access,
             guard=Guard(settings.dashboard, sessions, access),
             catalog=ModelCatalog.with_extra(settings.models.extra_models),
-            installations=Installations(settings, redis, keys, http),
+            installations=Installations(github_api, redis, keys),
             guidelines=guidelines,
             request_bootstrap=request_bootstrap,
             bootstrap_state=bootstrap_state,
             github=github,
+            github_api=github_api,
             oidc=oidc,
             user_tokens=user_tokens,
             dev_login=dev_login,
@@ -139,6 +144,7 @@ class Dashboard:
         )
 
     async def aclose(self) -> None:
+        await self.github_api.aclose()
         await self.http.aclose()
 
 

@@ -16,10 +16,10 @@ from redis.exceptions import RedisError
 
 from drydock.accounts import AccountsStore, LinkCodes, MembershipCache
 from drydock.bus.envelopes import InboxMessage
-from drydock.channels.github.client import GithubClient
 from drydock.channels.intents import Delivery
 from drydock.channels.outbound import Outbound
 from drydock.errors import describe
+from drydock.github import GithubClient
 from drydock.infra.redis import BatchConnections, redis_client
 from drydock.model_catalog import ModelCatalog
 from drydock.runtime import Runtime

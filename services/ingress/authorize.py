@@ -15,8 +15,8 @@ import structlog
 from drydock.accounts import MembershipCache, TeamDefaults
 from drydock.bus.envelopes import Channel
 from drydock.channels.errors import OutboundFailed
-from drydock.channels.github.client import GithubClient
 from drydock.channels.intents import Sender
+from drydock.github import GithubClient
 
 log = structlog.get_logger(__name__)
 

@@ -23,8 +23,8 @@ from drydock.autofix.github import AutofixGithub
 from drydock.bus import Bus, EventType, GithubEvent, InboxMessage, ReplyAddress, RunEvent, subjects
 from drydock.bus.envelopes import Channel
 from drydock.bus.streams import EVENTS_STREAM, RUNS_STREAM
-from drydock.channels.github.client import GithubClient
 from drydock.config import Settings
+from drydock.github import GithubClient
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.threads import Inbox
@@ -80,9 +80,7 @@ def autofix_settings(settings: Settings, github: FakeGitHub, github_app: App, in
 @pytest.fixture
 async def autofix_github(autofix_settings: Settings) -> AsyncIterator[AutofixGithub]:
     client = GithubClient(autofix_settings.github)
-    reads = AutofixGithub(client, autofix_settings.github)
-    yield reads
-    await reads.aclose()
+    yield AutofixGithub(client)
     await client.aclose()
 
 

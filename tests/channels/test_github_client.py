@@ -14,11 +14,11 @@ from fastapi import FastAPI, Request, Response
 
 from drydock.bus.envelopes import Author, Channel, InboxMessage, ReplyAddress
 from drydock.channels.errors import ChannelNotConfigured, OutboundFailed
-from drydock.channels.github.client import GithubClient
 from drydock.channels.github.reply import GithubReplies
 from drydock.channels.github.status import CHECK_NAME, GithubStatus
 from drydock.channels.run_status import RunStatus
 from drydock.config import GithubSettings
+from drydock.github import GithubClient
 from tests.fakes.github import FakeGitHub
 from tests.fakes.github.activity import activity_of
 from tests.fakes.github.server import create_app

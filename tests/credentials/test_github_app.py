@@ -15,8 +15,9 @@ import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from drydock.channels.github.app_jwt import AppKeyError, app_jwt, load_app_key
+from drydock.config import GithubSettings
 from drydock.credentials import GitHubAppTokens, TokenMintError
+from drydock.github.app_jwt import AppKeyError, app_jwt, load_app_key
 from tests.credentials.conftest import REPOSITORY
 from tests.fakes.github import App, FakeGitHub
 
@@ -49,9 +50,16 @@ async def _dropping_first_connections(target: str, *, drops: int) -> AsyncIterat
         yield f"http://127.0.0.1:{port}", dropped
 
 
+def _minter(app: App, api_url: str, *, private_key: str | None = None) -> GitHubAppTokens:
+    settings = GithubSettings.model_validate(
+        {"api_url": api_url, "app_id": app.id, "private_key": private_key or app.private_key_pem}
+    )
+    return GitHubAppTokens.from_settings(settings)
+
+
 @pytest.fixture
 async def minter(github: FakeGitHub, github_app: App) -> AsyncIterator[GitHubAppTokens]:
-    tokens = GitHubAppTokens(app_id=github_app.id, private_key=github_app.private_key_pem, api_url=github.base_url)
+    tokens = _minter(github_app, github.base_url)
     yield tokens
     await tokens.aclose()
 
@@ -92,9 +100,7 @@ class TestMint:
             await minter.mint("acme/nowhere", read_only=False)
 
     async def test_unreachable_github_is_a_clear_error(self, github_app: App) -> None:
-        tokens = GitHubAppTokens(
-            app_id=github_app.id, private_key=github_app.private_key_pem, api_url="http://127.0.0.1:9"
-        )
+        tokens = _minter(github_app, "http://127.0.0.1:9")
         try:
             with pytest.raises(TokenMintError, match="cannot reach GitHub"):
                 await tokens.mint(REPOSITORY, read_only=False)
@@ -103,7 +109,7 @@ class TestMint:
 
     async def test_a_dropped_connection_is_tried_again(self, github: FakeGitHub, github_app: App) -> None:
         async with _dropping_first_connections(github.base_url, drops=2) as (url, dropped):
-            tokens = GitHubAppTokens(app_id=github_app.id, private_key=github_app.private_key_pem, api_url=url)
+            tokens = _minter(github_app, url)
             try:
                 token = await tokens.mint(REPOSITORY, read_only=False)
             finally:
@@ -113,7 +119,7 @@ class TestMint:
 
     async def test_wrong_key_is_refused_by_github(self, github: FakeGitHub, github_app: App) -> None:
         stranger = github.create_app()
-        tokens = GitHubAppTokens(app_id=github_app.id, private_key=stranger.private_key_pem, api_url=github.base_url)
+        tokens = _minter(github_app, github.base_url, private_key=stranger.private_key_pem)
         try:
             with pytest.raises(TokenMintError, match="401 'A JSON web token could not be decoded'"):
                 await tokens.mint(REPOSITORY, read_only=False)

@@ -10,10 +10,10 @@ import pytest
 from cryptography.fernet import Fernet
 from redis.asyncio import Redis
 
-from drydock.channels.github.client import GithubClient
 from drydock.config import GithubSettings
 from drydock.credentials.cipher import SecretCipher
 from drydock.credentials.user_tokens import UserTokens, github_authorization
+from drydock.github import GithubClient
 from drydock.infra.redis import Keys
 from tests.credentials.conftest import REPOSITORY
 from tests.fakes.github import App, FakeGitHub

@@ -19,6 +19,7 @@ from drydock.accounts import Provider, TeamDefaults
 from drydock.config import load_settings
 from drydock.credentials.cipher import SecretCipher
 from drydock.credentials.user_tokens import UserTokens
+from drydock.github import GithubClient
 from services.dashboard.auth.github import GithubSignIn
 from tests.dashboard.conftest import PUBLIC_URL, Site, SiteFactory
 from tests.fakes.github import FakeGitHub
@@ -254,7 +255,7 @@ class TestEnterprise:
                 "public_url": "https://dock.example.com",
             },
         )
-        sign_in = GithubSignIn(settings, httpx.AsyncClient())
+        sign_in = GithubSignIn(settings, httpx.AsyncClient(), GithubClient(settings.github, require_app=False))
         url = sign_in.authorize_url("state", "challenge")
         assert url.startswith("https://ghe.example.com/login/oauth/authorize?client_id=Iv1.x&")
         assert "redirect_uri=https%3A%2F%2Fdock.example.com%2Fauth%2Fgithub%2Fcallback" in url

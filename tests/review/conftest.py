@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from drydock.channels.github.client import GithubClient
 from drydock.config import GithubSettings
 from drydock.credentials.user_tokens import app_authorization
+from drydock.github import GithubClient
 from tests.fakes.github import FakeGitHub, webhooks
 from tests.fakes.github.activity import activity_of
 from tests.fakes.github.reviews import PullFile, set_files

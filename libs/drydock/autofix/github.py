@@ -3,32 +3,23 @@ state, the failing checks of a revision, its reviews and review comments, who ma
 person's permission; and what it
 says there: the loop-limit comment and neutral check, reactions to override commands.
 
-Reads go over their own connection pool (aiohttp) with the installation token of
-:class:`~drydock.channels.github.client.GithubClient`; writes use that client's methods.
+Reads and writes go through :class:`~drydock.github.GithubClient` as the App's installation.
 """
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
+from drydock.github import GithubClient
 
-from drydock.channels.errors import OutboundFailed
-from drydock.channels.github.client import API_VERSION, USER_AGENT, GithubClient
-from drydock.config import GithubSettings
-from drydock.credentials.user_tokens import app_authorization
-from drydock.errors import describe
-
-CHECK_PAGES = 10
-"""At most this many pages of 100 check runs are read per revision."""
-FEEDBACK_PAGES = 3
-"""At most this many pages of 100 reviews, and of 100 review comments, per pull request."""
+CHECK_RUNS = 1000
+"""At most this many check runs are read per revision."""
+FEEDBACK = 300
+"""At most this many reviews, and as many review comments, per pull request."""
 _COMMIT_CACHE = 4096
-CONNECTIONS = 32
 
 
 @dataclass(frozen=True)
@@ -87,78 +78,28 @@ def failing(check_runs: Iterable[dict[str, Any]], conclusions: Iterable[str]) ->
 
 
 class AutofixGithub:
-    def __init__(self, client: GithubClient, settings: GithubSettings) -> None:
+    def __init__(self, client: GithubClient) -> None:
         self.client = client
-        self._api_url = settings.api_url.rstrip("/")
-        # aiohttp, not httpx: reads are the controller's hot path, and an httpx request costs
-        # about ten times the CPU (measured: bench/bench_autofix.py). Few connections, all kept.
-        self._http = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=settings.request_timeout),
-            connector=aiohttp.TCPConnector(limit=CONNECTIONS, ttl_dns_cache=300),
-            headers={
-                "Accept": "application/vnd.github+json",
-                "X-GitHub-Api-Version": API_VERSION,
-                "User-Agent": USER_AGENT,
-            },
-        )
         self._commits: OrderedDict[tuple[str, str], CommitView] = OrderedDict()
 
-    async def aclose(self) -> None:
-        await self._http.close()
-
-    async def _get(self, repository: str, path: str, params: dict[str, str] | None = None) -> Any:
-        authorization = await app_authorization(self.client, repository)
-        url = f"{self._api_url}{path}"
-        try:
-            async with self._http.get(url, params=params, headers={"Authorization": authorization}) as response:
-                raw = await response.read()
-                status, ok = response.status, response.ok
-        except (aiohttp.ClientError, TimeoutError) as error:
-            raise OutboundFailed(f"GitHub at {self._api_url} unreachable: {describe(error)}") from None
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        if not ok:
-            message = body.get("message") if isinstance(body, dict) else raw[:200].decode(errors="replace")
-            raise OutboundFailed(f"GitHub answered {status} {message!r} reading {path}", status=status)
-        return body
-
     async def pull(self, repository: str, number: int) -> PullView:
-        return pull_view(await self._get(repository, f"/repos/{repository}/pulls/{number}"))
+        authorization = await self.client.app_authorization(repository)
+        return pull_view(await self.client.get_pull(authorization, repository, number))
 
     async def check_runs(self, repository: str, ref: str) -> list[dict[str, Any]]:
         """The latest check run of each name on ``ref`` (a sha or a branch)."""
-        found: list[dict[str, Any]] = []
-        for page in range(1, CHECK_PAGES + 1):
-            body = await self._get(
-                repository,
-                f"/repos/{repository}/commits/{ref}/check-runs",
-                {"filter": "latest", "per_page": "100", "page": str(page)},
-            )
-            runs = [run for run in body.get("check_runs") or [] if isinstance(run, dict)]
-            found += runs
-            if len(runs) < 100 or len(found) >= int(body.get("total_count") or 0):
-                break
-        return found
-
-    async def _listed(self, repository: str, path: str) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = []
-        for page in range(1, FEEDBACK_PAGES + 1):
-            body = await self._get(repository, path, {"per_page": "100", "page": str(page)})
-            items = [item for item in body or [] if isinstance(item, dict)]
-            found += items
-            if len(items) < 100:
-                break
-        return found
+        authorization = await self.client.app_authorization(repository)
+        return await self.client.list_check_runs(authorization, repository, ref, limit=CHECK_RUNS)
 
     async def reviews(self, repository: str, number: int) -> list[dict[str, Any]]:
         """The pull request's reviews, oldest first."""
-        return await self._listed(repository, f"/repos/{repository}/pulls/{number}/reviews")
+        authorization = await self.client.app_authorization(repository)
+        return await self.client.list_reviews(authorization, repository, number, limit=FEEDBACK)
 
     async def review_comments(self, repository: str, number: int) -> list[dict[str, Any]]:
         """The pull request's review comments (thread starts and replies), oldest first."""
-        return await self._listed(repository, f"/repos/{repository}/pulls/{number}/comments")
+        authorization = await self.client.app_authorization(repository)
+        return await self.client.list_review_comments(authorization, repository, number, limit=FEEDBACK)
 
     async def failing_checks(self, repository: str, ref: str, conclusions: Iterable[str]) -> frozenset[str]:
         return failing(await self.check_runs(repository, ref), conclusions)
@@ -168,7 +109,7 @@ class AutofixGithub:
         cached = self._commits.get((repository.lower(), sha))
         if cached is not None:
             return cached
-        body = await self._get(repository, f"/repos/{repository}/commits/{sha}")
+        body = await self.client.get_commit(await self.client.app_authorization(repository), repository, sha)
         commit = body.get("commit") or {}
         found = CommitView(
             sha=sha,
@@ -184,13 +125,8 @@ class AutofixGithub:
 
     async def permission(self, repository: str, login: str) -> str:
         """``admin``, ``maintain``, ``write``, ``triage``, ``read`` or ``none``."""
-        try:
-            body = await self._get(repository, f"/repos/{repository}/collaborators/{login}/permission")
-        except OutboundFailed as failure:
-            if failure.status == 404:
-                return "none"
-            raise
-        return str(body.get("role_name") or body.get("permission") or "none")
+        authorization = await self.client.app_authorization(repository)
+        return await self.client.collaborator_permission(authorization, repository, login)
 
     async def comment(self, repository: str, number: int, body: str) -> None:
         await self.client.post_comment(None, repository, number, body)

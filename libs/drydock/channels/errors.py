@@ -1,14 +1,12 @@
-"""The errors every channel raises, one type per cause, so the ingress maps each to one status."""
+"""The errors every channel raises, one type per cause, so the ingress maps each to one status.
+The ones an outbound call raises live in :mod:`drydock.errors`, as the GitHub client below the
+channels raises them too."""
 
 from __future__ import annotations
 
+from drydock.errors import ChannelError, ChannelNotConfigured, OutboundFailed
 
-class ChannelError(Exception):
-    """Base of the channel errors; ``reason`` is safe to log (it never quotes secrets)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+__all__ = ["ChannelError", "ChannelNotConfigured", "MalformedDelivery", "OutboundFailed", "VerificationFailed"]
 
 
 class VerificationFailed(ChannelError):
@@ -17,15 +15,3 @@ class VerificationFailed(ChannelError):
 
 class MalformedDelivery(ChannelError):
     """A verified delivery whose body or headers cannot be understood."""
-
-
-class ChannelNotConfigured(ChannelError):
-    """The channel lacks the secret or credential this operation needs."""
-
-
-class OutboundFailed(ChannelError):
-    """A call to the channel's API failed; ``status`` is the HTTP status when there was one."""
-
-    def __init__(self, reason: str, *, status: int | None = None) -> None:
-        super().__init__(reason)
-        self.status = status

@@ -12,12 +12,12 @@ from drydock.bus.envelopes import Channel, InboxMessage, ReplyAddress
 from drydock.channels.adapter import Buttons, Replies, StatusIndicator
 from drydock.channels.buttons import APPROVE_BUTTON, Button
 from drydock.channels.errors import ChannelNotConfigured
-from drydock.channels.github.client import GithubClient
 from drydock.channels.linear.client import LinearClient
 from drydock.channels.registry import CHANNELS
 from drydock.channels.run_status import RunStatus
 from drydock.config import Settings
 from drydock.effects import Effects
+from drydock.github import GithubClient
 from drydock.threads.continuation import CONTINUE_ACTION
 
 CONTINUE_BUTTON = Button(action_id=CONTINUE_ACTION, text="Continue", value="continue")

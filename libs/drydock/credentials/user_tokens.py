@@ -21,7 +21,7 @@ from drydock.infra.compare_and_set import StringSwap
 from drydock.infra.redis import Keys
 
 if TYPE_CHECKING:
-    from drydock.channels.github.client import GithubClient
+    from drydock.github import GithubClient
 
 log = structlog.get_logger(__name__)
 
@@ -107,4 +107,4 @@ async def github_authorization(
 
 async def app_authorization(github: GithubClient, repository: str) -> str:
     """The ``Authorization`` header of the App's installation on ``repository``."""
-    return f"token {await github.installation_token(await github.installation_for(repository))}"
+    return await github.app_authorization(repository)

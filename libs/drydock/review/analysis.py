@@ -26,7 +26,7 @@ from redis.asyncio import Redis
 
 from drydock.bus import Bus
 from drydock.bus.envelopes import Author, Channel, InboxMessage, ReplyAddress
-from drydock.channels.github.client import GithubClient
+from drydock.github import GithubClient
 from drydock.infra.redis import Keys
 from drydock.review.findings import Finding, FindingStatus, FindingStore
 from drydock.review.guidelines import GuidelineSource, GuidelinesVersion

@@ -26,7 +26,7 @@ from typing import Any, cast
 import structlog
 from redis.asyncio import Redis
 
-from drydock.channels.github.client import GithubClient
+from drydock.github import GithubClient
 from drydock.infra.redis import Keys
 from drydock.review.diff import AnchorError, DiffMap, Side
 from drydock.review.findings import Finding, FindingStatus, FindingStore, Severity

@@ -15,7 +15,7 @@ from typing import Any, cast
 from pydantic import BaseModel, ConfigDict, Field
 from redis.asyncio import Redis
 
-from drydock.channels.github.client import GithubClient
+from drydock.github import GithubClient
 from drydock.infra.redis import Keys
 from drydock.review.diff import DiffMap
 

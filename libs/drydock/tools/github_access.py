@@ -17,9 +17,9 @@ from langchain_core.tools import ToolException
 
 from drydock.bus.envelopes import Channel
 from drydock.channels.errors import OutboundFailed
-from drydock.channels.github.client import GithubClient
 from drydock.credentials.cipher import SecretCipher
 from drydock.credentials.user_tokens import UserTokens, app_authorization
+from drydock.github import GithubClient
 from drydock.threads.pr_records import PullRequestRecord, PullRequestRecords
 from drydock.tools.context import ToolContext
 

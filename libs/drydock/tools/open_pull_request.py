@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from drydock.accounts import AccountsStore
 from drydock.bus.envelopes import Channel, EventType
-from drydock.channels.github.client import PullRequestExists
+from drydock.github import PullRequestExists
 from drydock.threads.pr_records import PullRequestRecord, PullRequestState
 from drydock.tools.context import ToolContext, refuse_before_approval
 from drydock.tools.github_access import GithubAccess, refusing

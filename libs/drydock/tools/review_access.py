@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from langchain_core.tools import ToolException
 
-from drydock.channels.github.client import GithubClient
 from drydock.credentials.user_tokens import app_authorization
+from drydock.github import GithubClient
 from drydock.review.findings import FindingStore
 from drydock.review.target import ReviewTarget, ReviewTargets
 from drydock.tools.context import ToolContext

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 
 from drydock.bus import Bus
-from drydock.channels.github.client import GithubClient
 from drydock.config import ReviewSettings
+from drydock.github import GithubClient
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.sandbox.backend import SandboxBackend

@@ -5,25 +5,27 @@ GitHub App's client (or an OAuth App), and what the dashboard reads with the per
 and the token endpoint lives there too; the API is ``DRYDOCK_GITHUB_API_URL`` (GitHub Enterprise:
 ``https://HOST/api/v3``). Which repositories a person may see comes from the installations of
 the App their token reaches (``/user/installations`` and each one's repositories), which is
-what GitHub itself lets them see of the repositories Drydock works on.
+what GitHub itself lets them see of the repositories Drydock works on. The code exchange goes to
+the web host with httpx; what is read with the person's token goes through
+:class:`~drydock.github.GithubClient`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
-from urllib.parse import quote, urlencode
+from typing import Any, TypeVar
+from urllib.parse import urlencode
 
 import httpx
 
 from drydock.config import Settings
-from drydock.errors import describe
+from drydock.errors import OutboundFailed, describe
+from drydock.github import GithubClient
 from services.dashboard.errors import BadGateway, Unavailable
 
-API_VERSION = "2022-11-28"
-MAX_PAGES = 20
-"""Pages of 100 read per listing at most (2,000 installations or repositories)."""
+T = TypeVar("T")
 
 
 class SignInRefused(Exception):
@@ -45,7 +47,7 @@ class GithubUser:
 
 
 class GithubSignIn:
-    def __init__(self, settings: Settings, http: httpx.AsyncClient) -> None:
+    def __init__(self, settings: Settings, http: httpx.AsyncClient, api: GithubClient) -> None:
         dashboard = settings.dashboard
         assert dashboard.github_client_id is not None
         assert dashboard.github_client_secret is not None
@@ -53,9 +55,9 @@ class GithubSignIn:
         self._client_secret = dashboard.github_client_secret.get_secret_value()
         self._scopes = dashboard.github_scopes
         self.web_url = dashboard.github_web_url or f"https://{settings.github.host}"
-        self._api_url = settings.github.api_url.rstrip("/")
         self.redirect_uri = f"{dashboard.public_url}/auth/github/callback"
         self._http = http
+        self._api = api
 
     def authorize_url(self, state: str, code_challenge: str) -> str:
         query = {
@@ -95,28 +97,17 @@ class GithubSignIn:
         expires_at = datetime.now(UTC) + timedelta(seconds=int(expires_in)) if expires_in else None
         return GithubToken(str(body["access_token"]), expires_at)
 
-    @staticmethod
-    def _headers(token: str) -> dict[str, str]:
-        return {
-            "Authorization": f"Bearer {token}",
-            "Accept": "application/vnd.github+json",
-            "X-GitHub-Api-Version": API_VERSION,
-        }
-
-    async def _get(self, token: str, path: str, params: dict[str, str] | None = None) -> httpx.Response:
+    async def _asked(self, call: Awaitable[T]) -> T:
         try:
-            response = await self._http.get(
-                f"{self._api_url}{path}" if path.startswith("/") else path, params=params, headers=self._headers(token)
-            )
-        except httpx.HTTPError as error:
-            raise Unavailable(f"GitHub cannot be reached: {describe(error)}") from None
-        if not response.is_success:
-            raise BadGateway(f"GitHub answered {response.status_code} to GET {path}")
-        return response
+            return await call
+        except OutboundFailed as failure:
+            if failure.status is None:
+                raise Unavailable(f"GitHub cannot be reached: {failure.reason}") from None
+            raise BadGateway(failure.reason) from None
 
     async def user(self, token: str) -> GithubUser:
-        body = _json(await self._get(token, "/user"))
-        if not isinstance(body, dict) or "id" not in body or "login" not in body:
+        body = await self._asked(self._api.user(f"Bearer {token}"))
+        if "id" not in body or "login" not in body:
             raise BadGateway("GitHub's /user answer has no id and login")
         return GithubUser(
             int(body["id"]), str(body["login"]), str(body.get("name") or ""), str(body.get("avatar_url") or "")
@@ -124,7 +115,7 @@ class GithubSignIn:
 
     async def teams(self, token: str) -> set[str]:
         """The person's teams as ``org/team-slug``, lower-cased."""
-        teams = await self._pages(token, "/user/teams", None)
+        teams = await self._asked(self._api.user_teams(f"Bearer {token}"))
         return {
             f"{team['organization']['login']}/{team['slug']}".lower()
             for team in teams
@@ -135,42 +126,18 @@ class GithubSignIn:
         """Whether the person is an active member of ``org`` (``GET /user/memberships/orgs/{org}``:
         404 for a non-member, or where a GitHub App's user token does not reach, as the App is
         not installed there; a pending invitation is no membership)."""
-        path = f"/user/memberships/orgs/{quote(org, safe='')}"
-        try:
-            response = await self._http.get(f"{self._api_url}{path}", headers=self._headers(token))
-        except httpx.HTTPError as error:
-            raise Unavailable(f"GitHub cannot be reached: {describe(error)}") from None
-        if response.status_code in {403, 404}:
-            return False
-        if not response.is_success:
-            raise BadGateway(f"GitHub answered {response.status_code} to GET {path}")
-        body = _json(response)
-        return isinstance(body, dict) and body.get("state") == "active"
+        membership = await self._asked(self._api.user_org_membership(f"Bearer {token}", org))
+        return membership is not None and membership.get("state") == "active"
 
     async def repositories(self, token: str) -> set[str]:
         """The repositories of the App's installations that the person may see, lower-cased."""
         found: set[str] = set()
-        for installation in await self._pages(token, "/user/installations", "installations"):
-            repositories = await self._pages(
-                token, f"/user/installations/{installation['id']}/repositories", "repositories"
+        for installation in await self._asked(self._api.user_installations(f"Bearer {token}")):
+            repositories = await self._asked(
+                self._api.user_installation_repositories(f"Bearer {token}", int(installation["id"]))
             )
             found |= {str(repo["full_name"]).lower() for repo in repositories if repo.get("full_name")}
         return found
-
-    async def _pages(self, token: str, path: str, field: str | None) -> list[dict[str, Any]]:
-        """Every item of a paginated listing (``field`` names the array in an object answer)."""
-        items: list[dict[str, Any]] = []
-        url: str | None = path
-        params: dict[str, str] | None = {"per_page": "100"}
-        for _ in range(MAX_PAGES):
-            if url is None:
-                break
-            response = await self._get(token, url, params)
-            body = _json(response)
-            page = body.get(field) if field is not None and isinstance(body, dict) else body
-            items += [item for item in page if isinstance(item, dict)] if isinstance(page, list) else []
-            url, params = response.links.get("next", {}).get("url"), None
-        return items
 
 
 def _json(response: httpx.Response) -> Any:

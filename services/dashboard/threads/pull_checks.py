@@ -10,16 +10,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
-from drydock.channels.errors import OutboundFailed
-from drydock.channels.github.client import API_VERSION, GithubClient
-from drydock.config import Settings
-from drydock.credentials.user_tokens import app_authorization
-from drydock.errors import describe
+from drydock.github import GithubClient
 from services.dashboard.threads.schemas import CheckOut
 
-PER_PAGE = 100
+CHECK_RUNS = 100
 CACHE_SECONDS = 15.0
 CACHE_SIZE = 1024
 
@@ -39,42 +33,14 @@ class PullStatus:
 
 
 class PullChecks:
-    def __init__(self, settings: Settings, http: httpx.AsyncClient) -> None:
-        github = settings.github
-        self._settings = github
-        self._configured = github.app_id is not None and github.private_key is not None
-        self._client: GithubClient | None = None
-        self._api_url = github.api_url.rstrip("/")
-        self._http = http
+    def __init__(self, api: GithubClient) -> None:
+        self._api = api
         # Every viewer of a thread redraws it when a run ends: one read serves them all.
         self._cache: OrderedDict[tuple[str, int], tuple[float, PullStatus]] = OrderedDict()
 
     @property
     def configured(self) -> bool:
-        return self._configured
-
-    def _github(self) -> GithubClient:
-        if self._client is None:
-            self._client = GithubClient(self._settings)
-        return self._client
-
-    async def _get(self, repository: str, path: str, params: dict[str, str] | None = None) -> Any:
-        try:
-            authorization = await app_authorization(self._github(), repository)
-            response = await self._http.get(
-                f"{self._api_url}{path}",
-                params=params,
-                headers={
-                    "Authorization": authorization,
-                    "Accept": "application/vnd.github+json",
-                    "X-GitHub-Api-Version": API_VERSION,
-                },
-            )
-        except httpx.HTTPError as error:
-            raise OutboundFailed(f"GitHub unreachable: {describe(error)}") from None
-        if response.status_code != 200:
-            raise OutboundFailed(f"GitHub answered {response.status_code}", status=response.status_code)
-        return response.json()
+        return self._api.configured
 
     async def of(self, repository: str, number: int) -> PullStatus:
         """The pull request's state and the latest run of each check on its head, by name (as
@@ -92,23 +58,15 @@ class PullChecks:
         return status
 
     async def _read(self, repository: str, number: int) -> PullStatus:
-        pull = await self._get(repository, f"/repos/{repository}/pulls/{number}")
+        authorization = await self._api.app_authorization(repository)
+        pull = await self._api.get_pull(authorization, repository, number)
         head = str((pull.get("head") or {}).get("sha") or "")
         state = "merged" if pull.get("merged_at") else str(pull.get("state") or "open")
         if not head:
             return PullStatus(state=state, checks=[])
-        body = await self._get(
-            repository,
-            f"/repos/{repository}/commits/{head}/check-runs",
-            {"filter": "latest", "per_page": str(PER_PAGE)},
-        )
-        runs = [run for run in body.get("check_runs") or [] if isinstance(run, dict)]
+        runs = await self._api.list_check_runs(authorization, repository, head, limit=CHECK_RUNS)
         checks = [
             CheckOut(name=str(run.get("name") or ""), outcome=outcome(run), url=run.get("html_url") or None)
             for run in runs
         ]
         return PullStatus(state=state, checks=sorted(checks, key=lambda check: check.name))
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()

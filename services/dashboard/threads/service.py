@@ -172,7 +172,7 @@ class Threads:
         self._inbox = Inbox(dashboard.runtime.bus)
         self.changes = ThreadChanges(dashboard.runtime.redis, dashboard.runtime.keys)
         self._usage = UsageLedger(dashboard.runtime.redis, dashboard.runtime.keys)
-        self.checks = PullChecks(dashboard.settings, dashboard.http)
+        self.checks = PullChecks(dashboard.github_api)
         self._backfilled = False
 
     async def _visibility(self, principal: Principal) -> Visibility | None:

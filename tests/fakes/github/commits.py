@@ -2,7 +2,7 @@
 ``GET …/commits/{ref}/check-runs`` and ``GET …/commits/{ref}/check-suites``, where ``ref`` is a
 sha or a branch name. As GitHub does: an unknown commit is 422 ``No commit found for SHA``;
 check runs are listed latest-per-name unless ``filter=all``, paginated with ``per_page`` (at
-most 100) and ``page``; a check suite groups the runs of one App on the commit."""
+most 100), ``page`` and the ``Link`` header; a check suite groups the runs of one App on the commit."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ import zlib
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
 
 from tests.fakes.github.activity import CheckRun
 from tests.fakes.github.actors import Actor, acting, require_access
 from tests.fakes.github.auth import state
 from tests.fakes.github.errors import GitHubError
 from tests.fakes.github.history import Commit, history_of
+from tests.fakes.github.pagination import paginate
 
 router = APIRouter()
 
@@ -97,13 +99,6 @@ def _latest(runs: list[CheckRun]) -> list[CheckRun]:
     return sorted(newest.values(), key=lambda run: run.id)
 
 
-def _page(request: Request) -> tuple[int, int]:
-    query = request.query_params
-    per_page = min(int(query["per_page"]), 100) if query.get("per_page", "").isdigit() else 30
-    page = max(int(query["page"]), 1) if query.get("page", "").isdigit() else 1
-    return per_page, page
-
-
 @router.get("/repos/{owner}/{repo}/commits/{ref}")
 async def get_commit(
     owner: str, repo: str, ref: str, request: Request, actor: Annotated[Actor, Depends(acting)]
@@ -121,7 +116,7 @@ async def get_commit(
 @router.get("/repos/{owner}/{repo}/commits/{ref}/check-runs")
 async def list_check_runs(
     owner: str, repo: str, ref: str, request: Request, actor: Annotated[Actor, Depends(acting)]
-) -> dict[str, Any]:
+) -> JSONResponse:
     full_name = f"{owner}/{repo}"
     require_access(request, actor, full_name, "checks", RUNS_DOCS, level="read")
     query = request.query_params
@@ -135,15 +130,15 @@ async def list_check_runs(
         runs = [run for run in runs if run.name == query["check_name"]]
     if query.get("status"):
         runs = [run for run in runs if run.status == query["status"]]
-    per_page, page = _page(request)
-    chosen = runs[(page - 1) * per_page : page * per_page]
-    return {"total_count": len(runs), "check_runs": [run_json(run, _base(request)) for run in chosen]}
+    chosen, headers = paginate(request, runs)
+    body = {"total_count": len(runs), "check_runs": [run_json(run, _base(request)) for run in chosen]}
+    return JSONResponse(body, headers=headers)
 
 
 @router.get("/repos/{owner}/{repo}/commits/{ref}/check-suites")
 async def list_check_suites(
     owner: str, repo: str, ref: str, request: Request, actor: Annotated[Actor, Depends(acting)]
-) -> dict[str, Any]:
+) -> JSONResponse:
     full_name = f"{owner}/{repo}"
     require_access(request, actor, full_name, "checks", SUITES_DOCS, level="read")
     history = history_of(state(request))
@@ -171,5 +166,5 @@ async def list_check_suites(
                 "check_runs_url": f"{_base(request)}/repos/{full_name}/check-suites/{_suite_id(runs[0])}/check-runs",
             }
         )
-    per_page, page = _page(request)
-    return {"total_count": len(suites), "check_suites": suites[(page - 1) * per_page : page * per_page]}
+    chosen, headers = paginate(request, suites)
+    return JSONResponse({"total_count": len(suites), "check_suites": chosen}, headers=headers)

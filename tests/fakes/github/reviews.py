@@ -31,6 +31,7 @@ from tests.fakes.github.actors import Actor, acting, require_access
 from tests.fakes.github.auth import state
 from tests.fakes.github.callers import bot_user
 from tests.fakes.github.errors import GitHubError, not_found
+from tests.fakes.github.pagination import paginate
 from tests.fakes.github.state import GitHubState, PullRequest
 
 router = APIRouter()
@@ -212,10 +213,8 @@ def _pull(github: GitHubState, full_name: str, number: int, documentation: str) 
 
 
 def _paged(request: Request, items: list[dict[str, Any]]) -> JSONResponse:
-    query = request.query_params
-    per_page = min(int(query["per_page"]), 100) if query.get("per_page", "").isdigit() else 30
-    page = max(int(query["page"]), 1) if query.get("page", "").isdigit() else 1
-    return JSONResponse(items[(page - 1) * per_page : page * per_page])
+    page, headers = paginate(request, items)
+    return JSONResponse(page, headers=headers)
 
 
 def _user(login: str) -> dict[str, Any]:

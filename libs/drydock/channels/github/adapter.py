@@ -10,12 +10,12 @@ from drydock.bus.envelopes import Channel
 from drydock.channels.adapter import ChannelAdapter, ChannelClients, Webhook, secret
 from drydock.channels.github import conversation, parse
 from drydock.channels.github import verify as signature
-from drydock.channels.github.client import GithubClient
 from drydock.channels.github.conversation import GithubConversation
 from drydock.channels.github.reply import GithubReplies
 from drydock.channels.github.status import GithubStatus
 from drydock.channels.intents import Delivery
 from drydock.config import GithubSettings, Settings
+from drydock.github import GithubClient
 
 
 def _settings(settings: Settings) -> GithubSettings:

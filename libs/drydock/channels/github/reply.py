@@ -4,8 +4,8 @@ thread), and the 👀 reaction that acknowledges pickup."""
 from __future__ import annotations
 
 from drydock.bus.envelopes import InboxMessage, ReplyAddress
-from drydock.channels.github.client import GithubClient
 from drydock.effects import marked, marker
+from drydock.github import GithubClient
 
 
 def _installation(address: dict[str, str]) -> int | None:

@@ -7,8 +7,8 @@ keep in the reply address, so later states update the same check run.
 from __future__ import annotations
 
 from drydock.bus.envelopes import ReplyAddress
-from drydock.channels.github.client import GithubClient
 from drydock.channels.run_status import RunStatus
+from drydock.github import GithubClient
 
 CHECK_NAME = "Drydock"
 
