@@ -20,6 +20,7 @@ from deepagents.backends.protocol import DeleteResult, ExecuteResponse, FileDown
 from deepagents.backends.sandbox import BaseSandbox
 
 from drydock.sandbox.daemon import protocol
+from drydock.sandbox.daemon_http import daemon_client
 from drydock.sandbox.errors import SandboxBusy, SandboxUnavailable
 from drydock.sandbox.handle import SandboxHandle
 
@@ -64,12 +65,7 @@ class SandboxBackend(BaseSandbox):
         self._busy_retries = busy_retries
         self._connect_timeout = connect_timeout
         self._health_timeout = health_timeout
-        self._client = httpx.AsyncClient(
-            base_url=handle.base_url,
-            headers={"Authorization": f"Bearer {handle.token}"},
-            timeout=httpx.Timeout(60.0, connect=connect_timeout),
-            trust_env=False,
-        )
+        self._client = daemon_client(handle, timeout=httpx.Timeout(60.0, connect=connect_timeout))
 
     @property
     def id(self) -> str:
