@@ -192,6 +192,15 @@ class TestWorkers:
             assert nc.last_error is None
         assert heard.data == b"{}"
 
+    async def test_a_worker_hears_its_threads_inbox(self, infra: EmbeddedUrls, bus: Bus, thread_id: str) -> None:
+        async with connected(infra, "coder-worker") as nc:
+            subscription = await nc.subscribe(subjects.inbox(thread_id))
+            await nc.flush()
+            await bus.publish(subjects.inbox(thread_id), message(thread_id))
+            heard = await subscription.next_msg(timeout=10)
+            assert nc.last_error is None
+        assert InboxMessage.model_validate_json(heard.data).thread_id == thread_id
+
     async def test_a_worker_cannot_manage_streams(self, infra: EmbeddedUrls, bus: Bus) -> None:
         async with connected(infra, "coder-worker") as nc:
             with pytest.raises((TimeoutError, NatsError)):

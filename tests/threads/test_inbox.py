@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 from drydock.bus import Author, Bus, Channel, InboxMessage, ReplyAddress
-from drydock.threads import Inbox
+from drydock.threads import Inbox, StoredMessage
 
 
 def message(thread_id: str, delivery_id: str, text: str) -> InboxMessage:
@@ -64,3 +64,72 @@ class TestInbox:
         for i in range(5):
             await inbox.append(message(thread_id, f"d{i}", f"m{i}"))
         assert [item.message.text for item in await inbox.read_after(thread_id, limit=2)] == ["m0", "m1"]
+
+
+class CountedInbox(Inbox):
+    """The real inbox, counting its reads of the stream."""
+
+    reads = 0
+
+    async def read_after(self, thread_id: str, cursor: int = 0, *, limit: int | None = None) -> list[StoredMessage]:
+        self.reads += 1
+        return await super().read_after(thread_id, cursor, limit=limit)
+
+
+class TestInboxWatch:
+    async def test_nothing_new_costs_one_read(self, bus: Bus, thread_id: str) -> None:
+        inbox = CountedInbox(bus)
+        first = await inbox.append(message(thread_id, "d0", "m0"))
+        watch = await inbox.watch(thread_id, recheck=60)
+        try:
+            assert [item.seq for item in await watch.read_after(thread_id, 0)] == [first.seq]
+            for _ in range(5):
+                assert await watch.read_after(thread_id, first.seq) == []
+            assert inbox.reads == 1
+        finally:
+            await watch.close()
+
+    async def test_a_message_that_arrives_is_read(self, bus: Bus, thread_id: str) -> None:
+        inbox = CountedInbox(bus)
+        watch = await inbox.watch(thread_id, recheck=60)
+        try:
+            assert await watch.read_after(thread_id, 0) == []
+            arrived = await inbox.append(message(thread_id, "d1", "later"))
+            found: list[StoredMessage] = []
+            async with asyncio.timeout(5):
+                while not found:
+                    found = await watch.read_after(thread_id, 0)
+            assert [(item.seq, item.message.text) for item in found] == [(arrived.seq, "later")]
+            assert await watch.read_after(thread_id, arrived.seq) == []
+        finally:
+            await watch.close()
+
+    async def test_a_cursor_behind_what_was_read_reads_again(self, bus: Bus, thread_id: str) -> None:
+        inbox = CountedInbox(bus)
+        appended = [await inbox.append(message(thread_id, f"d{i}", f"m{i}")) for i in range(3)]
+        watch = await inbox.watch(thread_id, recheck=60)
+        try:
+            assert len(await watch.read_after(thread_id, 0)) == 3
+            # The model call that injected them failed: the state's cursor did not move.
+            again = await watch.read_after(thread_id, appended[0].seq)
+            assert [item.message.text for item in again] == ["m1", "m2"]
+        finally:
+            await watch.close()
+
+    async def test_it_reads_again_after_the_recheck_time(self, bus: Bus, thread_id: str) -> None:
+        inbox = CountedInbox(bus)
+        watch = await inbox.watch(thread_id, recheck=0)
+        try:
+            for _ in range(3):
+                assert await watch.read_after(thread_id, 0) == []
+            assert inbox.reads == 3
+        finally:
+            await watch.close()
+
+    async def test_a_closed_watch_reads_every_time(self, bus: Bus, thread_id: str) -> None:
+        inbox = CountedInbox(bus)
+        watch = await inbox.watch(thread_id, recheck=60)
+        await watch.close()
+        await watch.read_after(thread_id, 0)
+        await inbox.append(message(thread_id, "d2", "after the close"))
+        assert [item.message.text for item in await watch.read_after(thread_id, 0)] == ["after the close"]

@@ -10,7 +10,8 @@ The split (README, "The control plane"):
   owners' approvals made on the dashboard.
 - ``<role>-worker`` consumes its role's runs consumer and nothing else (and hears its
   max-deliveries advisory, reading and removing a wake it buries as a dead letter), reads the
-  inbox, publishes events, wakes its own role's threads (the lease sweeper) and keeps snapshots
+  inbox (and hears its subject, so that a run reads it only when something arrived), publishes
+  events, wakes its own role's threads (the lease sweeper) and keeps snapshots
   in the object store bucket. The coder also hands
   messages to reviewer threads (``request_review``), the reviewer to analyzer threads (a
   repository without guidelines); the analyzer publishes no message.
@@ -142,7 +143,8 @@ def _worker(role: Role, snapshots: SnapshotSettings) -> Permissions:
     if role in _HANDS_OFF_TO:
         publish += _hand_off(_HANDS_OFF_TO[role])
     advisory = f"{subjects.MAX_DELIVERIES_ADVISORY}.{RUNS_STREAM}.{consumer}"
-    return _user(user, publish) | Permissions((), (advisory,))
+    # Its runs hear their thread's inbox subject, to read the stream only when something arrived.
+    return _user(user, publish) | Permissions((), (advisory, f"{subjects.INBOX}.*"))
 
 
 def service_permissions(snapshots: SnapshotSettings | None = None) -> dict[str, Permissions]:

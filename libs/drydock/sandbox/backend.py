@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import shlex
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import aiohttp
 from deepagents.backends.protocol import DeleteResult, ExecuteResponse, FileDownloadResponse, FileUploadResponse
 from deepagents.backends.sandbox import BaseSandbox
 
 from drydock.sandbox.daemon import protocol
+from drydock.sandbox.daemon_http import daemon_session
 from drydock.sandbox.errors import SandboxBusy, SandboxUnavailable
 from drydock.sandbox.handle import SandboxHandle
 
@@ -64,51 +66,55 @@ class SandboxBackend(BaseSandbox):
         self._busy_retries = busy_retries
         self._connect_timeout = connect_timeout
         self._health_timeout = health_timeout
-        self._client = httpx.AsyncClient(
-            base_url=handle.base_url,
-            headers={"Authorization": f"Bearer {handle.token}"},
-            timeout=httpx.Timeout(60.0, connect=connect_timeout),
-            trust_env=False,
-        )
+        self._session: aiohttp.ClientSession | None = None
 
     @property
     def id(self) -> str:
         return self.handle.id
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    def _http(self) -> aiohttp.ClientSession:
+        # Made at the first request: a session belongs to the running event loop.
+        if self._session is None:
+            self._session = daemon_session(self.handle)
+        return self._session
+
+    def _timeout(self, read_timeout: float) -> aiohttp.ClientTimeout:
+        return aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout, sock_read=read_timeout)
 
     async def _post(self, path: str, body: Mapping[str, Any], *, read_timeout: float) -> Any:
         for attempt in range(self._busy_retries + 1):
             try:
-                response = await self._client.post(
-                    path, json=body, timeout=httpx.Timeout(read_timeout, connect=self._connect_timeout)
-                )
-            except httpx.HTTPError as error:
+                async with self._http().post(path, json=body, timeout=self._timeout(read_timeout)) as response:
+                    status, raw = response.status, await response.read()
+                    retry_after = response.headers.get("Retry-After", "1")
+            except (aiohttp.ClientError, TimeoutError) as error:
                 raise SandboxUnavailable(f"sandbox {self.id}: {path} failed: {error!r}") from error
-            if response.status_code == 429 and attempt < self._busy_retries:
-                await asyncio.sleep(min(float(response.headers.get("Retry-After", "1")), 0.05 * 2**attempt))
+            if status == 429 and attempt < self._busy_retries:
+                await asyncio.sleep(min(float(retry_after), 0.05 * 2**attempt))
                 continue
-            if response.status_code == 429:
-                raise SandboxBusy(f"sandbox {self.id}: {_error_text(response)}")
-            if response.status_code != 200:
-                raise SandboxUnavailable(
-                    f"sandbox {self.id}: {path} answered {response.status_code}: {_error_text(response)}"
-                )
-            return response.json()
+            if status == 429:
+                raise SandboxBusy(f"sandbox {self.id}: {_error_text(raw)}")
+            if status != 200:
+                raise SandboxUnavailable(f"sandbox {self.id}: {path} answered {status}: {_error_text(raw)}")
+            return json.loads(raw)
         raise AssertionError("unreachable")
 
     async def health(self) -> dict[str, Any]:
         """The daemon's health document; :class:`SandboxUnavailable` if it does not answer ok."""
         try:
-            response = await self._client.get(protocol.HEALTH, timeout=self._health_timeout)
-        except httpx.HTTPError as error:
+            timeout = aiohttp.ClientTimeout(total=self._health_timeout)
+            async with self._http().get(protocol.HEALTH, timeout=timeout) as response:
+                status, raw = response.status, await response.read()
+        except (aiohttp.ClientError, TimeoutError) as error:
             raise SandboxUnavailable(f"sandbox {self.id}: health check failed: {error!r}") from error
-        if response.status_code != 200:
-            raise SandboxUnavailable(
-                f"sandbox {self.id}: health answered {response.status_code}: {_error_text(response)}"
-            )
-        document: dict[str, Any] = response.json()
+        if status != 200:
+            raise SandboxUnavailable(f"sandbox {self.id}: health answered {status}: {_error_text(raw)}")
+        document: dict[str, Any] = json.loads(raw)
         return document
 
     async def is_healthy(self) -> bool:
@@ -197,8 +203,8 @@ class SandboxBackend(BaseSandbox):
         raise NotImplementedError(_ASYNC_ONLY)
 
 
-def _error_text(response: httpx.Response) -> str:
+def _error_text(raw: bytes) -> str:
     try:
-        return str(response.json()["error"])
+        return str(json.loads(raw)["error"])
     except (ValueError, KeyError, TypeError):
-        return response.text[:200]
+        return raw.decode(errors="replace")[:200]

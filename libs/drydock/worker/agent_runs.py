@@ -76,6 +76,7 @@ from drydock.threads import Inbox, Lease
 from drydock.threads.approvals import PlanGate
 from drydock.threads.changes import ThreadChanges
 from drydock.threads.continuation import Continuations
+from drydock.threads.inbox import InboxWatch
 from drydock.threads.metadata import ThreadMetadata, ThreadMetadataStore
 from drydock.threads.scope import ThreadScope
 from drydock.threads.states import ThreadState, ThreadStates
@@ -332,6 +333,7 @@ class AgentRuns:
                 repository=scope.repository,
             ),
         )
+        inbox = InboxWatch(self.inbox, scope.thread_id)
         inputs = AgentInputs(
             scope=scope,
             model=parts.models.chat_model(resolved),
@@ -339,7 +341,7 @@ class AgentRuns:
             backend=backend,
             tools=tools,
             checkpointer=parts.checkpointer,
-            inbox=self.inbox,
+            inbox=inbox,
             sandbox_failures=parts.sandboxes.failures,
             status=status,
             notifier=notices,
@@ -365,6 +367,7 @@ class AgentRuns:
 
         # The thread still counts as running only when its last run died mid-turn.
         try:
+            await inbox.start()
             cursor, stopped_at = await self._drive(
                 agent,
                 config,
@@ -375,6 +378,7 @@ class AgentRuns:
                 settle=settle,
             )
         finally:
+            await inbox.close()
             await usage.flush()
         if stopped_at is not None:
             bound = log.bind(thread_id=scope.thread_id, run_id=scope.run_id)

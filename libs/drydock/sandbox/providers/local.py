@@ -56,6 +56,7 @@ import drydock
 from drydock.config import CredentialProxySettings, SandboxSettings
 from drydock.sandbox.daemon import protocol
 from drydock.sandbox.daemon.relay import Relay
+from drydock.sandbox.daemon_http import daemon_client
 from drydock.sandbox.errors import SandboxCreationFailed, SandboxNotFound
 from drydock.sandbox.handle import Isolation, SandboxHandle
 from drydock.sandbox.providers import bubblewrap
@@ -282,8 +283,7 @@ class LocalProvider:
 
     async def _wait_ready(self, handle: SandboxHandle, process: subprocess.Popen[bytes]) -> None:
         deadline = time.monotonic() + self._settings.ready_timeout.total_seconds()
-        headers = {"Authorization": f"Bearer {handle.token}"}
-        async with httpx.AsyncClient(base_url=handle.base_url, headers=headers, trust_env=False) as client:
+        async with daemon_client(handle) as client:
             while True:
                 if process.poll() is not None:
                     tail = await asyncio.to_thread(_tail, Path(handle.labels[DIRECTORY_LABEL]) / "daemon.log")

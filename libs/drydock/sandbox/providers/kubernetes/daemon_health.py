@@ -8,19 +8,14 @@ import time
 import httpx
 
 from drydock.sandbox.daemon import protocol
+from drydock.sandbox.daemon_http import daemon_client
 from drydock.sandbox.errors import SandboxCreationFailed
 from drydock.sandbox.handle import SandboxHandle
 
 
-def _client(handle: SandboxHandle) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        base_url=handle.base_url, headers={"Authorization": f"Bearer {handle.token}"}, trust_env=False
-    )
-
-
 async def answers(handle: SandboxHandle, *, within: float) -> bool:
     """Whether the daemon answers health with 200 within ``within`` seconds."""
-    async with _client(handle) as client:
+    async with daemon_client(handle) as client:
         try:
             return (await client.get(protocol.HEALTH, timeout=within)).status_code == 200
         except httpx.HTTPError:
@@ -31,7 +26,7 @@ async def wait_answering(handle: SandboxHandle, *, within: float) -> None:
     """Poll health until the daemon answers 200; :class:`SandboxCreationFailed` after ``within`` seconds."""
     deadline = time.monotonic() + within
     last = "no answer yet"
-    async with _client(handle) as client:
+    async with daemon_client(handle) as client:
         while (remaining := deadline - time.monotonic()) > 0:
             try:
                 response = await client.get(protocol.HEALTH, timeout=min(remaining, 2.0))

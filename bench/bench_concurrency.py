@@ -1,0 +1,345 @@
+"""Concurrent runs in one worker process (issue 23 item 4).
+
+For each count N in :data:`COUNTS`, a fresh pipeline (``tests/e2e/pipeline.py``: embedded NATS and
+Valkey, ingress, credential proxy, local sandboxes in bubblewrap, the GitHub and model doubles)
+with ONE coder worker as a separate process (``drydock serve coder-worker``, concurrency N): N
+mentions on N issues, each run cloning the repository into its own sandbox and making
+:data:`STEPS` model calls of :data:`MODEL_LATENCY` seconds each (``web_search`` calls, a
+``github_comment`` reply, a closing text), so runs mostly wait on the model, as they do in
+production.
+
+Measured from ``/proc`` of the worker process alone: its RSS idle and at the peak of active runs
+(memory per active run: their difference over N; target at most 500 KiB), and its CPU time during
+the phase per model call (CPU per step; target flat as N grows). Nothing lost: every run
+completes and every issue gets its reply. The sandboxes' own memory (proportional set size of
+every daemon process and its children) says how many this machine holds.
+
+Runs overlap only as long as they last: on two shared cores sandboxes are created and cloned
+into at one to two runs per second, so with the default three searches (about 10 s of model
+time per run) about a hundred runs are in progress at once whatever N; the memory per active run
+is taken over the runs in progress at the RSS peak. ``BENCH_CONCURRENCY_SEARCHES`` lengthens
+the runs (100 make every run of N=300 overlap here, at 200 s of model time each).
+
+``pdm run bench concurrency`` (``BENCH_CONCURRENCY_COUNTS=50,150``: other counts)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from nats.aio.msg import Msg
+
+from drydock.bus import EventType, RunEvent
+from drydock.bus.streams import EVENTS_STREAM
+from drydock.bus.subjects import EVENT
+from drydock.threads import ids
+from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, pipeline, sandbox_processes
+from tests.e2e.test_github_issue import mention
+from tests.fakes.github.activity import activity_of
+from tests.fakes.openai_server import ReceivedRequest, Responder, Script
+
+COUNTS = (50, 150, 300)
+MODEL_LATENCY = 2.0
+SEARCHES = int(os.environ.get("BENCH_CONCURRENCY_SEARCHES", "3"))
+STEPS = SEARCHES + 2
+"""Model calls per run: the searches, the reply's tool call, the closing text."""
+REPLY = "bench reply"
+MEMORY_TARGET_KIB = 500
+FIRST_ISSUE = 5000
+WARMUP = 5
+"""Runs before the measured ones."""
+BATCH = 25
+"""Webhooks delivered at once."""
+
+
+def responder() -> Responder:
+    """By how far the conversation is (concurrent runs interleave their requests)."""
+
+    def respond(request: ReceivedRequest) -> Script:
+        results = sum(1 for message in request.messages if message.get("role") == "tool")
+        if results < SEARCHES:
+            return Script().tool_call("web_search", query="drydock")
+        if results == SEARCHES:
+            return Script().tool_call("github_comment", body=REPLY)
+        return Script().reply("done")
+
+    return respond
+
+
+def thread_of(number: int) -> str:
+    return ids.github_issue("github.com", ORG, "widgets", number)
+
+
+def status_kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def with_descendants(pids: list[int]) -> list[int]:
+    """``pids`` and every process descended from them (a daemon's command line does not name its
+    directory, the ``bwrap`` that started it does)."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                parent = int(Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(name))
+    found, todo = set(pids), list(pids)
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return sorted(found)
+
+
+def _is_daemon(pid: int) -> bool:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"drydock.sandbox.daemon" in argv and not argv[0].endswith(b"bwrap")
+
+
+def pss_kib(pids: list[int]) -> int:
+    """The summed proportional set size of ``pids`` (shared pages split between their users)."""
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+                    break
+        except OSError:
+            continue
+    return total
+
+
+def available_kib() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1])
+    return 0
+
+
+async def ended(stage: Stage, type: EventType) -> set[str]:
+    """The threads with an event of ``type`` in the events stream: counted where the events are
+    stored, so a slow subscriber that the server cut off misses none."""
+    info = await stage.runtime.bus.js.stream_info(EVENTS_STREAM, subjects_filter=f"{EVENT}.*.{type.value}")
+    return {subject.split(".")[2] for subject in info.state.subjects or {}}
+
+
+async def all_completed(stage: Stage, threads: set[str], *, within: float, progress: str = "") -> set[str]:
+    """Wait until every thread of ``threads`` completed a run, or ``within`` seconds; the completed ones."""
+    deadline = time.monotonic() + within
+    while True:
+        done = await ended(stage, EventType.COMPLETED) & threads
+        if done == threads or time.monotonic() > deadline:
+            return done
+        await asyncio.sleep(2)
+
+
+@dataclass
+class Phase:
+    count: int
+    completed: int
+    failed: int
+    replied: int
+    seconds: float
+    idle_kib: int
+    peak_kib: int
+    running_at_peak: int
+    most_running: int
+    cpu_seconds: float
+    model_calls: int
+    sandboxes: int
+    sandbox_pss_kib: int
+    available_before_kib: int
+
+    @property
+    def kib_per_run(self) -> float:
+        """The growth at the peak over the most runs in progress at once (all N once they
+        overlap): RSS does not shrink as runs end, so the peak comes at or after that moment."""
+        return (self.peak_kib - self.idle_kib) / max(self.most_running, 1)
+
+    @property
+    def cpu_ms_per_step(self) -> float:
+        return self.cpu_seconds * 1000 / max(self.model_calls, 1)
+
+
+async def phase(root: Path, count: int) -> Phase:
+    async with pipeline(
+        root,
+        responder=responder(),
+        model_latency=MODEL_LATENCY,
+        in_process_worker=False,
+        worker={"concurrency": count},
+        sandbox={"creation_timeout": 900, "ready_timeout": 300},
+        # The defaults of a deployment, not the pipeline's short ones for tests: at the start of
+        # hundreds of runs on two shared cores a 5 s lease lapses between renewals.
+        lease={"ttl": 30},
+        nats={"run_ack_wait": 60},
+    ) as stage:
+        available_before = available_kib()
+        worker = await stage.start_worker_process(name=f"worker-{count}")
+        # Warm: a few runs first, so that what the first run imports and caches once per process
+        # does not count as the memory of the runs measured.
+        warm = range(FIRST_ISSUE - WARMUP, FIRST_ISSUE)
+        await asyncio.gather(
+            *(stage.deliver_github("issue_comment", mention(stage, "@drydock warm up", number=n)) for n in warm)
+        )
+        await all_completed(stage, {thread_of(n) for n in warm}, within=600)
+        if worker.returncode is not None:
+            raise RuntimeError(f"the worker exited with {worker.returncode}: see {root}/worker-{count}.log")
+        running: set[str] = set()
+        most_running = 0
+
+        async def on_event(message: Msg) -> None:
+            nonlocal most_running
+            event = RunEvent.model_validate_json(message.data)
+            if event.type is EventType.STARTED:
+                running.add(event.thread_id)
+                most_running = max(most_running, len(running))
+            elif event.type in {EventType.COMPLETED, EventType.ERROR, EventType.STEP_LIMIT}:
+                running.discard(event.thread_id)
+
+        await stage.runtime.nats.subscribe(f"{EVENT}.*.*", cb=on_event)
+        idle = status_kib(worker.pid, "VmRSS")
+        cpu_before = cpu_seconds(worker.pid)
+        requests_before = len(stage.model.requests)
+        peak = idle
+        running_at_peak = 0
+        sandboxes_peak = 0
+        sandbox_pss = 0
+        started = time.perf_counter()
+        numbers = range(FIRST_ISSUE, FIRST_ISSUE + count)
+        threads = {thread_of(n) for n in numbers}
+        for first in range(0, count, BATCH):
+            await asyncio.gather(
+                *(
+                    stage.deliver_github("issue_comment", mention(stage, "@drydock search", number=n))
+                    for n in numbers[first : first + BATCH]
+                )
+            )
+
+        async def sample() -> None:
+            nonlocal peak, running_at_peak, sandboxes_peak, sandbox_pss
+            ticks = 0
+            while True:
+                rss = status_kib(worker.pid, "VmRSS")
+                if rss > peak:
+                    peak, running_at_peak = rss, len(running)
+                ticks += 1
+                if ticks % 10 == 0:
+                    pids = with_descendants(sandbox_processes(root / "sandboxes"))
+                    daemons = len([pid for pid in pids if _is_daemon(pid)])
+                    if daemons >= sandboxes_peak:
+                        sandboxes_peak = daemons
+                        sandbox_pss = pss_kib(pids)
+                if ticks % 40 == 0:
+                    done = await ended(stage, EventType.COMPLETED) & threads
+                    print(
+                        f"  N={count}, after {time.perf_counter() - started:.0f} s: {len(done)} completed, "
+                        f"{len(running)} in progress, worker RSS {status_kib(worker.pid, 'VmRSS') / 1024:.0f} MiB",
+                        flush=True,
+                    )
+                await asyncio.sleep(0.5)
+
+        sampler = asyncio.create_task(sample())
+        try:
+            completed = await all_completed(stage, threads, within=1800)
+        finally:
+            sampler.cancel()
+        failed = (await ended(stage, EventType.ERROR) | await ended(stage, EventType.STEP_LIMIT)) & threads
+        seconds = time.perf_counter() - started
+        used = cpu_seconds(worker.pid) - cpu_before
+        activity = activity_of(stage.github.state)
+        replied = sum(
+            any(REPLY in comment.body and comment.login != MEMBER for comment in activity.comments_on(REPOSITORY, n))
+            for n in numbers
+        )
+        return Phase(
+            count=count,
+            completed=len(completed),
+            failed=len(failed),
+            replied=replied,
+            seconds=seconds,
+            idle_kib=idle,
+            peak_kib=peak,
+            running_at_peak=running_at_peak,
+            most_running=most_running,
+            cpu_seconds=used,
+            model_calls=len(stage.model.requests) - requests_before,
+            sandboxes=sandboxes_peak,
+            sandbox_pss_kib=sandbox_pss,
+            available_before_kib=available_before,
+        )
+
+
+def report(result: Phase) -> None:
+    lost = result.count - result.completed
+    print(
+        f"N={result.count} concurrent runs in one worker process, {MODEL_LATENCY:g} s model, {STEPS} model calls each: "
+        f"{result.completed} completed, {lost} lost ({result.failed} had a failed run first, redelivered), "
+        f"{result.replied} replies posted; {result.seconds:.0f} s",
+        flush=True,
+    )
+    verdict = "met" if result.kib_per_run <= MEMORY_TARGET_KIB else "MISSED"
+    print(
+        f"  worker RSS {result.idle_kib / 1024:.0f} MiB idle, {result.peak_kib / 1024:.0f} MiB at the peak: "
+        f"{result.kib_per_run:.0f} KiB per active run (at most {result.most_running} at once, "
+        f"{result.running_at_peak} at the peak; over all N: {(result.peak_kib - result.idle_kib) / result.count:.0f} "
+        f"KiB); target <= {MEMORY_TARGET_KIB} KiB: {verdict}",
+        flush=True,
+    )
+    print(
+        f"  worker CPU {result.cpu_seconds:.1f} s for {result.model_calls} model calls: "
+        f"{result.cpu_ms_per_step:.2f} ms per step, {result.cpu_seconds * 1000 / result.count:.0f} ms per run",
+        flush=True,
+    )
+    per_sandbox = result.sandbox_pss_kib / max(result.sandboxes, 1)
+    holds = result.available_before_kib / per_sandbox if per_sandbox else 0
+    print(
+        f"  sandboxes: {result.sandboxes} daemons at the peak, {result.sandbox_pss_kib / 1024:.0f} MiB proportional "
+        f"set size with their bwrap processes ({per_sandbox / 1024:.1f} MiB each); memory available before: "
+        f"{result.available_before_kib / 1024:.0f} MiB, room for about {holds:.0f} such sandboxes",
+        flush=True,
+    )
+
+
+async def main() -> None:
+    chosen = os.environ.get("BENCH_CONCURRENCY_COUNTS", "")
+    counts = [int(count) for count in chosen.split(",") if count.strip()] or list(COUNTS)
+    results = []
+    for count in counts:
+        with tempfile.TemporaryDirectory(prefix=f"bench-concurrency-{count}-") as scratch:
+            result = await phase(Path(scratch), count)
+        report(result)
+        results.append(result)
+    if len(results) > 1:
+        first, last = results[0], results[-1]
+        slope = (last.peak_kib - last.idle_kib - (first.peak_kib - first.idle_kib)) / (last.count - first.count)
+        print(
+            f"slope from N={first.count} to N={last.count}: {slope:.0f} KiB of worker RSS per further active run; "
+            f"CPU per step {first.cpu_ms_per_step:.2f} -> {last.cpu_ms_per_step:.2f} ms "
+            f"({last.cpu_ms_per_step / first.cpu_ms_per_step:.2f}x)",
+            flush=True,
+        )

@@ -1,0 +1,45 @@
+"""The HTTP clients a worker reaches a sandbox's daemon with.
+
+A run's commands and file transfers go through an aiohttp session (:func:`daemon_session`):
+it costs a third of httpx's CPU per request (0.28 against 0.85 ms per ``exec`` of ``true``,
+measured), which was most of the exec round trip's overhead over a bare spawn. Waiting for a
+new daemon to answer uses httpx (:func:`daemon_client`), on one shared TLS context: httpx builds
+one for every client it creates, loading the whole trust store, about 40 ms of CPU and 670 KiB
+each, measured, for a daemon spoken to in plain HTTP.
+"""
+
+from __future__ import annotations
+
+import functools
+import ssl
+
+import aiohttp
+import httpx
+
+from drydock.sandbox.handle import SandboxHandle
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    return ssl.create_default_context()
+
+
+def daemon_client(handle: SandboxHandle, *, timeout: httpx.Timeout | float | None = None) -> httpx.AsyncClient:
+    """A client of ``handle``'s daemon, authenticated with its token (``timeout``: httpx's default if None)."""
+    return httpx.AsyncClient(
+        base_url=handle.base_url,
+        headers={"Authorization": f"Bearer {handle.token}"},
+        timeout=timeout if timeout is not None else httpx.Timeout(5.0),
+        trust_env=False,
+        verify=_tls(),
+    )
+
+
+def daemon_session(handle: SandboxHandle) -> aiohttp.ClientSession:
+    """An aiohttp session with ``handle``'s daemon, authenticated with its token; make it inside
+    the event loop that uses it, and close it."""
+    return aiohttp.ClientSession(
+        base_url=handle.base_url,
+        headers={"Authorization": f"Bearer {handle.token}"},
+        connector=aiohttp.TCPConnector(ssl=_tls()),
+    )
