@@ -23,6 +23,7 @@ from drydock.errors import ChannelNotConfigured, OutboundFailed, describe
 from drydock.github.app_jwt import AppBearer
 from drydock.github.pagination import pages
 from drydock.github.responses import Answer
+from drydock.telemetry.tracing import aiohttp_tracing
 
 if TYPE_CHECKING:
     from githubkit import GitHubCore
@@ -181,6 +182,7 @@ class GithubSession:
                 timeout=aiohttp.ClientTimeout(total=self._timeout),
                 connector=aiohttp.TCPConnector(limit=READ_CONNECTIONS, ttl_dns_cache=300, ssl=_tls()),
                 headers={"Accept": "application/vnd.github+json", "User-Agent": USER_AGENT} | VERSION_HEADER,
+                trace_configs=aiohttp_tracing(),
             )
         return self._reads
 

@@ -17,6 +17,7 @@ import aiohttp
 import httpx
 
 from drydock.sandbox.handle import SandboxHandle
+from drydock.telemetry.tracing import aiohttp_tracing
 
 
 @functools.cache
@@ -42,4 +43,5 @@ def daemon_session(handle: SandboxHandle) -> aiohttp.ClientSession:
         base_url=handle.base_url,
         headers={"Authorization": f"Bearer {handle.token}"},
         connector=aiohttp.TCPConnector(ssl=_tls()),
+        trace_configs=aiohttp_tracing(),
     )

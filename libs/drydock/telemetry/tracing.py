@@ -10,8 +10,8 @@ Off, nothing is instrumented, :func:`span` and :func:`continued_trace` are a sha
 ``nullcontext`` and a publish injects no headers.
 
 Trace context crosses NATS in the message headers (W3C ``traceparent``, injected by every
-:class:`~drydock.bus.Bus` publish) and HTTP in the request headers (httpx's instrumentation for
-every outgoing call: the model, the sandbox daemon, the code host). The sandbox daemon passes an
+:class:`~drydock.bus.Bus` publish) and HTTP in the request headers (httpx's instrumentation, and
+:func:`aiohttp_tracing` for aiohttp sessions: the model, the sandbox daemon, the code host). The sandbox daemon passes an
 exec request's ``traceparent`` on to the command (``TRACEPARENT``, and as an extra header of git's
 HTTP requests), so a clone or push reaches the credential proxy inside the trace.
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context, propagate, trace
@@ -27,12 +28,13 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
-from opentelemetry.trace import Span, SpanKind, Tracer
+from opentelemetry.trace import Span, SpanKind, StatusCode, Tracer
 from starlette.types import ASGIApp
 
 from drydock.config import ConfigError
 
 if TYPE_CHECKING:
+    import aiohttp
     from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
 _NOTHING: contextlib.nullcontext[None] = contextlib.nullcontext()
@@ -148,6 +150,54 @@ def _http_instrumentors() -> tuple[BaseInstrumentor, ...]:
     from opentelemetry.instrumentation.httpx import HTTPX2ClientInstrumentor, HTTPXClientInstrumentor
 
     return HTTPXClientInstrumentor(), HTTPX2ClientInstrumentor()
+
+
+def aiohttp_tracing() -> list[aiohttp.TraceConfig]:
+    """The ``trace_configs`` of an aiohttp client session: a client span per request and its
+    ``traceparent`` sent along, as httpx's instrumentation does (OpenTelemetry's aiohttp one is
+    released behind the others and cannot be installed beside them); none when tracing is off."""
+    if _tracer is None:
+        return []
+    import aiohttp
+
+    config = aiohttp.TraceConfig()
+    config.on_request_start.append(_request_started)
+    config.on_request_end.append(_request_ended)
+    config.on_request_exception.append(_request_failed)
+    return [config]
+
+
+async def _request_started(
+    _session: aiohttp.ClientSession, call: SimpleNamespace, params: aiohttp.TraceRequestStartParams
+) -> None:
+    call.span = None
+    if _tracer is None:
+        return
+    call.span = _tracer.start_span(
+        params.method,
+        kind=SpanKind.CLIENT,
+        attributes={"http.request.method": params.method, "url.full": str(params.url)},
+    )
+    propagate.inject(params.headers, context=trace.set_span_in_context(call.span))
+
+
+async def _request_ended(
+    _session: aiohttp.ClientSession, call: SimpleNamespace, params: aiohttp.TraceRequestEndParams
+) -> None:
+    if call.span is not None:
+        call.span.set_attribute("http.response.status_code", params.response.status)
+        if params.response.status >= 500:
+            call.span.set_status(StatusCode.ERROR)
+        call.span.end()
+
+
+async def _request_failed(
+    _session: aiohttp.ClientSession, call: SimpleNamespace, params: aiohttp.TraceRequestExceptionParams
+) -> None:
+    if call.span is not None:
+        call.span.record_exception(params.exception)
+        call.span.set_status(StatusCode.ERROR)
+        call.span.end()
 
 
 def enabled() -> bool:

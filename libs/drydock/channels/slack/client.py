@@ -18,6 +18,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from drydock.channels.errors import ChannelNotConfigured, OutboundFailed
 from drydock.config import SlackSettings
 from drydock.errors import describe
+from drydock.telemetry.tracing import aiohttp_tracing
 
 EFFECT_EVENT = "drydock_effect"
 """The metadata event type of a message Drydock posted as an effect (:mod:`drydock.effects`)."""
@@ -35,7 +36,7 @@ class SlackClient:
 
     def _client(self) -> AsyncWebClient:
         if self._web is None:
-            self._session = aiohttp.ClientSession()
+            self._session = aiohttp.ClientSession(trace_configs=aiohttp_tracing())
             self._web = AsyncWebClient(
                 token=self._token, base_url=self._base_url, timeout=self._timeout, session=self._session
             )
