@@ -34,7 +34,7 @@ from drydock.roles import Role
 from drydock.runtime import open_runtime
 from drydock.sandbox.handle import Isolation, SandboxHandle
 from tests.fakes.git_server import GitServer, git, isolated_git_env
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import FakeGithub
 
 REPOSITORY = "bench/big"
 RUNS = 15
@@ -105,7 +105,7 @@ async def _ok(request: Awaitable[httpx.Response]) -> None:
 async def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-proxy-") as scratch:
         root = Path(scratch)
-        async with embedded_infrastructure() as urls, FakeGitHub() as github:
+        async with embedded_infrastructure() as urls, FakeGithub() as github:
             app = github.create_app()
             github.install(app, "bench", ["big"])
             async with GitServer(root / "upstream", authorize=github.git_access) as upstream:

@@ -27,7 +27,7 @@ from drydock.runtime import open_runtime
 from drydock.sandbox.handle import Isolation, SandboxHandle
 from services.credential_proxy.server import serving
 from tests.fakes.git_server import GitServer, git, isolated_git_env
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import FakeGithub
 
 REPOSITORY = "bench/big"
 RUNS = 15
@@ -43,7 +43,7 @@ def _content() -> dict[str, bytes]:
 async def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-push-") as scratch:
         root = Path(scratch)
-        async with embedded_infrastructure() as urls, FakeGitHub() as github:
+        async with embedded_infrastructure() as urls, FakeGithub() as github:
             app = github.create_app()
             github.install(app, "bench", ["big"])
             async with GitServer(root / "upstream", authorize=github.git_access) as upstream:

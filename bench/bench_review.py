@@ -47,7 +47,7 @@ from drydock.threads.scope import ThreadScope
 from drydock.tools import build_tools
 from drydock.tools.context import ToolContext
 from drydock.worker.roles.reviewer import TOOLS as REVIEWER_TOOLS
-from tests.fakes.github import FakeGitHub, webhooks
+from tests.fakes.github import FakeGithub, webhooks
 from tests.fakes.github.activity import activity_of
 from tests.fakes.github.reviews import PullFile, reviews_of, set_files
 from tests.fakes.github.state import PullRequest
@@ -106,7 +106,7 @@ class World:
     settings: Settings
     bus: Bus
     redis: Any
-    github: FakeGitHub
+    github: FakeGithub
     outbound: Outbound
     http: httpx.AsyncClient
     number: int = 0
@@ -137,7 +137,7 @@ class World:
 async def world(model_url: str) -> AsyncIterator[World]:
     async with contextlib.AsyncExitStack() as stack:
         urls = await stack.enter_async_context(embedded_infrastructure())
-        github = await stack.enter_async_context(FakeGitHub())
+        github = await stack.enter_async_context(FakeGithub())
         app = github.create_app("drydock")
         github.install(app, "acme", ["widgets"])
         settings = load_settings(

@@ -42,7 +42,7 @@ from drydock.threads.metadata import ThreadMetadataStore
 from integration.cluster.release import ClusterUnavailable, Release, chart_for_cluster, helm_binary, kubectl
 from tests.fakes import signing
 from tests.fakes.git_server import GitServer
-from tests.fakes.github import App, FakeGitHub, Installation, webhooks
+from tests.fakes.github import App, FakeGithub, Installation, webhooks
 from tests.fakes.github.activity import activity_of
 from tests.fakes.openai_server import ReceivedRequest, Script, ScriptedModelServer
 
@@ -123,7 +123,7 @@ class ClusterStage:
     """The running release and the doubles it talks to."""
 
     release: Release
-    github: FakeGitHub
+    github: FakeGithub
     app: App
     installation: Installation
     git: GitServer
@@ -212,7 +212,7 @@ class ClusterStage:
         )
 
 
-def _values(github: FakeGitHub, app: App, git: GitServer, model: ScriptedModelServer) -> dict[str, Any]:
+def _values(github: FakeGithub, app: App, git: GitServer, model: ScriptedModelServer) -> dict[str, Any]:
     """What this scenario sets on top of the dev and lab values: the doubles' URLs, a warm pool
     of one pod, short leases and ack waits (a killed worker's run is taken over in seconds, not a
     minute), and no automatic guideline analysis (the analyzer is not part of the path)."""
@@ -243,7 +243,7 @@ async def cluster_stage(root: Path, release: Release) -> AsyncIterator[ClusterSt
     host_address_available()
     conversations = Conversations()
     async with contextlib.AsyncExitStack() as stack:
-        github = await stack.enter_async_context(FakeGitHub(host=HOST_ADDRESS))
+        github = await stack.enter_async_context(FakeGithub(host=HOST_ADDRESS))
         app = github.create_app("drydock")
         installation = github.install(app, ORG, ["widgets"], permissions=PERMISSIONS)
         activity_of(github.state).add_member(ORG, MEMBER)

@@ -31,7 +31,7 @@ from drydock.threads import Inbox
 from drydock.threads.fields import OWNER, REPLY_TO, REPOSITORY
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.threads.pr_records import PullRequestRecord, PullRequestRecords, branch_name
-from tests.fakes.github import App, FakeGitHub, Installation
+from tests.fakes.github import App, FakeGithub, Installation
 from tests.fakes.github import webhooks as hooks
 from tests.fakes.github.activity import activity_of
 from tests.fakes.github.history import Commit, history_of
@@ -46,18 +46,18 @@ WRITER, READER = "maintainer", "visitor"
 
 
 @pytest.fixture(scope="session")
-async def github() -> AsyncIterator[FakeGitHub]:
-    async with FakeGitHub() as fake:
+async def github() -> AsyncIterator[FakeGithub]:
+    async with FakeGithub() as fake:
         yield fake
 
 
 @pytest.fixture(scope="session")
-def github_app(github: FakeGitHub) -> App:
+def github_app(github: FakeGithub) -> App:
     return github.create_app("drydock")
 
 
 @pytest.fixture(scope="session")
-def installation(github: FakeGitHub, github_app: App) -> Installation:
+def installation(github: FakeGithub, github_app: App) -> Installation:
     found = github.install(github_app, ORG, [NAME])
     history_of(github.state).set_permission(REPO, WRITER, "write")
     history_of(github.state).set_permission(REPO, READER, "read")
@@ -65,7 +65,7 @@ def installation(github: FakeGitHub, github_app: App) -> Installation:
 
 
 @pytest.fixture
-def autofix_settings(settings: Settings, github: FakeGitHub, github_app: App, installation: Installation) -> Settings:
+def autofix_settings(settings: Settings, github: FakeGithub, github_app: App, installation: Installation) -> Settings:
     section = settings.github.model_copy(
         update={
             "api_url": github.base_url,
@@ -105,7 +105,7 @@ class World:
     bus: Bus
     redis: Redis
     keys: Keys
-    github: FakeGitHub
+    github: FakeGithub
     controller: AutofixController
 
     @property
@@ -202,7 +202,7 @@ def event(name: str, payload: dict[str, Any]) -> GithubEvent:
 
 
 @pytest.fixture
-def world(autofix_settings: Settings, bus: Bus, redis: Redis, keys: Keys, github: FakeGitHub,
+def world(autofix_settings: Settings, bus: Bus, redis: Redis, keys: Keys, github: FakeGithub,
           autofix_github: AutofixGithub) -> World:  # fmt: skip
     controller = AutofixController(autofix_settings, bus, redis, keys, autofix_github)
     return World(autofix_settings, bus, redis, keys, github, controller)

@@ -37,14 +37,14 @@ from services.credential_proxy.server import Listening, serving
 from tests.autofix.conftest import REPO
 from tests.credentials.sandbox_side import apply_grant, handle_for
 from tests.fakes.git_server import GitError, GitServer, git
-from tests.fakes.github import FakeGitHub, Installation
+from tests.fakes.github import FakeGithub, Installation
 
 CLONE_URL = f"https://github.com/{REPO}.git"
 
 
 @pytest.fixture(scope="session")
 async def git_upstream(
-    github: FakeGitHub, installation: Installation, tmp_path_factory: pytest.TempPathFactory
+    github: FakeGithub, installation: Installation, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[GitServer]:
     async with GitServer(tmp_path_factory.mktemp("autofix-upstream"), authorize=github.git_access) as server:
         await server.create_repository(REPO, {"calc.py": b"def add(a, b):\n    return a - b\n"})

@@ -12,7 +12,7 @@ from drydock.bus.envelopes import InboxMessage, ReplyAddress
 from drydock.channels.github.adapter import ADAPTER
 from tests.channels.channel_contract import ChannelContract, Mention
 from tests.fakes import signing
-from tests.fakes.github import App, FakeGitHub, Installation
+from tests.fakes.github import App, FakeGithub, Installation
 from tests.fakes.github import webhooks as payloads
 from tests.fakes.github.activity import activity_of
 from tests.ingress.conftest import GITHUB_SECRET, HOST, ORG, RunningIngress, trust
@@ -20,7 +20,7 @@ from tests.ingress.conftest import GITHUB_SECRET, HOST, ORG, RunningIngress, tru
 
 @dataclass
 class GithubDouble:
-    fake: FakeGitHub
+    fake: FakeGithub
     app: App
     installation: Installation
 
@@ -31,7 +31,7 @@ class TestGithubChannel(ChannelContract):
 
     @pytest.fixture
     async def double(self) -> AsyncIterator[GithubDouble]:
-        async with FakeGitHub() as fake:
+        async with FakeGithub() as fake:
             app = fake.create_app("drydock")
             yield GithubDouble(fake, app, fake.install(app, ORG))
 

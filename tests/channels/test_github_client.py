@@ -19,7 +19,7 @@ from drydock.channels.github.status import CHECK_NAME, GithubStatus
 from drydock.channels.run_status import RunStatus
 from drydock.config import GithubSettings
 from drydock.github import GithubClient
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import FakeGithub
 from tests.fakes.github.activity import activity_of
 from tests.fakes.github.server import create_app
 from tests.fakes.github.state import App, Installation
@@ -30,18 +30,18 @@ PERMISSIONS = {"issues": "write", "pull_requests": "write", "checks": "write", "
 
 
 @pytest.fixture
-async def github() -> AsyncIterator[FakeGitHub]:
-    async with FakeGitHub() as fake:
+async def github() -> AsyncIterator[FakeGithub]:
+    async with FakeGithub() as fake:
         yield fake
 
 
 @pytest.fixture
-def app(github: FakeGitHub) -> App:
+def app(github: FakeGithub) -> App:
     return github.create_app("drydock")
 
 
 @pytest.fixture
-def installation(github: FakeGitHub, app: App) -> Installation:
+def installation(github: FakeGithub, app: App) -> Installation:
     return github.install(app, "acme", ["widgets"], permissions=PERMISSIONS)
 
 
@@ -52,7 +52,7 @@ def settings_for(app: App, api_url: str, **extra: object) -> GithubSettings:
 
 
 @pytest.fixture
-async def client(github: FakeGitHub, app: App) -> AsyncIterator[GithubClient]:
+async def client(github: FakeGithub, app: App) -> AsyncIterator[GithubClient]:
     client = GithubClient(settings_for(app, github.base_url))
     yield client
     await client.aclose()
@@ -60,14 +60,14 @@ async def client(github: FakeGitHub, app: App) -> AsyncIterator[GithubClient]:
 
 class TestAuthentication:
     async def test_installation_tokens_are_cached_until_shortly_before_expiry(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         first = await client.installation_token(installation.id)
         assert await client.installation_token(installation.id) == first
         assert len(github.state.tokens) == 1
 
     async def test_a_token_within_the_refresh_margin_is_replaced(
-        self, github: FakeGitHub, app: App, installation: Installation
+        self, github: FakeGithub, app: App, installation: Installation
     ) -> None:
         client = GithubClient(settings_for(app, github.base_url, token_refresh_margin=timedelta(minutes=61)))
         try:
@@ -79,7 +79,7 @@ class TestAuthentication:
         assert len(github.state.tokens) == 2
 
     async def test_a_revoked_token_is_replaced_after_a_401(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         activity_of(github.state).open_issue(REPO, 1)
         stale = await client.installation_token(installation.id)
@@ -88,21 +88,21 @@ class TestAuthentication:
         assert await client.installation_token(installation.id) != stale
 
     async def test_concurrent_callers_for_one_installation_mint_once(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         tokens = await asyncio.gather(*(client.installation_token(installation.id) for _ in range(5)))
         assert len(set(tokens)) == 1
         assert len(github.state.tokens) == 1
 
     async def test_the_installation_is_found_from_the_repository(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         activity_of(github.state).open_issue(REPO, 2)
         await client.create_comment(None, REPO, 2, "found my way")
         assert await client.installation_for(REPO) == installation.id
 
     async def test_a_callers_authorization_is_sent_as_given(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         authorization = f"Bearer {await client.installation_token(installation.id)}"
         assert (await client.get_repository(authorization, REPO))["full_name"] == REPO
@@ -123,7 +123,7 @@ class TestAuthentication:
 
 class TestConversation:
     async def test_comments_reactions_and_review_replies(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         activity = activity_of(github.state)
         activity.open_issue(REPO, 3)
@@ -141,7 +141,7 @@ class TestConversation:
         assert activity.comments[reply_id].in_reply_to == review.id
 
     async def test_errors_carry_githubs_status_and_message(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         with pytest.raises(OutboundFailed) as missing:
             await client.create_comment(installation.id, REPO, 999, "nobody home")
@@ -149,7 +149,7 @@ class TestConversation:
         with pytest.raises(ValueError, match="not a GitHub reaction"):
             await client.react(installation.id, REPO, "issue", 1, "thumbsup")
 
-    async def test_a_missing_permission_is_403(self, github: FakeGitHub, app: App) -> None:
+    async def test_a_missing_permission_is_403(self, github: FakeGithub, app: App) -> None:
         installation = github.install(app, "acme", ["widgets"], permissions={"metadata": "read", "issues": "read"})
         activity_of(github.state).open_issue(REPO, 5)
         client = GithubClient(settings_for(app, github.base_url))
@@ -164,7 +164,7 @@ class TestConversation:
 
 class TestChecksAndMembership:
     async def test_a_check_run_is_created_and_completed(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         run_id = await client.create_check_run(
             installation.id, REPO, name="Drydock", head_sha="a" * 40, status="in_progress", title="Working"
@@ -177,7 +177,7 @@ class TestChecksAndMembership:
         assert invalid.value.status == 422
 
     async def test_organization_membership(
-        self, github: FakeGitHub, client: GithubClient, app: App, installation: Installation
+        self, github: FakeGithub, client: GithubClient, app: App, installation: Installation
     ) -> None:
         activity_of(github.state).add_member("acme", "alice")
         org_installation = await client.org_installation("acme")
@@ -190,7 +190,7 @@ class TestChecksAndMembership:
 
 class TestEnterprise:
     async def test_a_base_url_with_a_path_prefix(
-        self, github: FakeGitHub, app: App, installation: Installation
+        self, github: FakeGithub, app: App, installation: Installation
     ) -> None:
         enterprise = FastAPI()
         enterprise.mount("/api/v3", create_app(github.state))
@@ -204,7 +204,7 @@ class TestEnterprise:
         assert activity_of(github.state).comments_on(REPO, 6)[0].body == "hello from GHES"
 
     async def test_graphql_goes_to_api_graphql_beside_api_v3(
-        self, github: FakeGitHub, app: App, installation: Installation
+        self, github: FakeGithub, app: App, installation: Installation
     ) -> None:
         enterprise = FastAPI()
         enterprise.mount("/api/v3", create_app(github.state))
@@ -240,7 +240,7 @@ class TestGraphql:
 
 class TestTransport:
     async def test_requests_share_one_connection(
-        self, github: FakeGitHub, app: App, installation: Installation
+        self, github: FakeGithub, app: App, installation: Installation
     ) -> None:
         peers: list[int] = []
         recording = FastAPI()
@@ -264,7 +264,7 @@ class TestTransport:
         assert len(set(peers)) == 1
 
     async def test_a_given_transport_carries_the_requests(
-        self, github: FakeGitHub, app: App, installation: Installation
+        self, github: FakeGithub, app: App, installation: Installation
     ) -> None:
         activity_of(github.state).open_issue(REPO, 12)
         transport = httpx.ASGITransport(app=create_app(github.state))
@@ -290,7 +290,7 @@ def message_for(address: dict[str, str], references: dict[str, str]) -> InboxMes
 
 class TestRepliesAndStatus:
     async def test_replies_go_to_the_issue_or_the_review_thread(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         activity = activity_of(github.state)
         activity.open_issue(REPO, 7)
@@ -304,7 +304,7 @@ class TestRepliesAndStatus:
         assert activity.comments_on(REPO, 8)[-1].in_reply_to == review.id
 
     async def test_acknowledge_reacts_to_what_triggered(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         activity = activity_of(github.state)
         human = activity.add_comment(REPO, 9, "@drydock", login="octocat")
@@ -317,7 +317,7 @@ class TestRepliesAndStatus:
         assert not await replies.acknowledge(message_for(base, {"comment_kind": "review", "review_id": "5"}))
 
     async def test_status_is_a_check_run_on_the_head_commit(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         status = GithubStatus(client)
         base = {"host": "github.com", "repository": REPO, "number": "10", "installation_id": str(installation.id)}
@@ -332,7 +332,7 @@ class TestRepliesAndStatus:
         assert (run.status, run.conclusion) == ("completed", "neutral")
 
     async def test_a_stopped_run_cancels_its_check_run(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         status = GithubStatus(client)
         address = {

@@ -14,7 +14,7 @@ from drydock.roles import Role
 from drydock.sandbox.credentials import SandboxGrant
 from tests.credentials.conftest import OTHER_REPOSITORY, REPOSITORY
 from tests.credentials.sandbox_side import handle_for
-from tests.fakes.github import FakeGitHub, SeenRequest
+from tests.fakes.github import FakeGithub, SeenRequest
 
 
 async def _grant(credentials: ProxyCredentials, thread_id: str, tmp_path: Path, role: Role) -> SandboxGrant:
@@ -36,7 +36,7 @@ def _client(grant: SandboxGrant) -> httpx.AsyncClient:
 class TestReads:
     @pytest.mark.parametrize("role", [Role.CODER, Role.REVIEWER])
     async def test_get_repository_with_the_injected_token(
-        self, credentials: ProxyCredentials, github: FakeGitHub, tmp_path: Path, thread_id: str, role: Role
+        self, credentials: ProxyCredentials, github: FakeGithub, tmp_path: Path, thread_id: str, role: Role
     ) -> None:
         grant = await _grant(credentials, thread_id, tmp_path, role)
         assert grant.token is not None
@@ -86,7 +86,7 @@ class TestWrites:
         assert event.data["target"] == f"/repos/{REPOSITORY}/issues/1/comments"
 
     async def test_coder_write_is_forwarded_with_the_token(
-        self, credentials: ProxyCredentials, github: FakeGitHub, tmp_path: Path, thread_id: str
+        self, credentials: ProxyCredentials, github: FakeGithub, tmp_path: Path, thread_id: str
     ) -> None:
         grant = await _grant(credentials, thread_id, tmp_path, Role.CODER)
         assert grant.token is not None

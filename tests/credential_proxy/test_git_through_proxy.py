@@ -21,7 +21,7 @@ from drydock.sandbox.credentials import SandboxGrant
 from tests.credentials.conftest import OTHER_REPOSITORY, REPOSITORY
 from tests.credentials.sandbox_side import apply_grant, handle_for, occurrences
 from tests.fakes.git_server import GitError, GitServer, git
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import FakeGithub
 
 CLONE_URL = f"https://github.com/{REPOSITORY}.git"
 
@@ -77,7 +77,7 @@ class TestCoderGrant:
         self,
         credentials: ProxyCredentials,
         git_upstream: GitServer,
-        github: FakeGitHub,
+        github: FakeGithub,
         sandbox_home: Path,
         thread_id: str,
     ) -> None:

@@ -19,27 +19,27 @@ from drydock.infra.redis import Keys
 from drydock.runtime import Runtime
 from services.credential_proxy.server import Listening, serving
 from tests.fakes.git_server import GitServer
-from tests.fakes.github import App, FakeGitHub
+from tests.fakes.github import App, FakeGithub
 
 REPOSITORY = "acme/widgets"
 OTHER_REPOSITORY = "acme/gadgets"
 
 
 @pytest.fixture(scope="session")
-async def github() -> AsyncIterator[FakeGitHub]:
-    async with FakeGitHub() as fake:
+async def github() -> AsyncIterator[FakeGithub]:
+    async with FakeGithub() as fake:
         yield fake
 
 
 @pytest.fixture(scope="session")
-def github_app(github: FakeGitHub) -> App:
+def github_app(github: FakeGithub) -> App:
     app = github.create_app()
     github.install(app, "acme", ["widgets", "gadgets"])
     return app
 
 
 @pytest.fixture(scope="session")
-async def git_upstream(github: FakeGitHub, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[GitServer]:
+async def git_upstream(github: FakeGithub, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[GitServer]:
     async with GitServer(tmp_path_factory.mktemp("upstream"), authorize=github.git_access) as server:
         await server.create_repository(REPOSITORY, {"README.md": b"# widgets\n", "src/app.py": b"print('hi')\n"})
         await server.create_repository(OTHER_REPOSITORY, {"README.md": b"# gadgets\n"})
@@ -48,7 +48,7 @@ async def git_upstream(github: FakeGitHub, tmp_path_factory: pytest.TempPathFact
 
 def proxy_settings(
     infra: EmbeddedUrls,
-    github: FakeGitHub,
+    github: FakeGithub,
     app: App,
     git_upstream: GitServer,
     crypto_keys: list[str],
@@ -66,7 +66,7 @@ def proxy_settings(
 @pytest.fixture
 def credential_settings(
     infra: EmbeddedUrls,
-    github: FakeGitHub,
+    github: FakeGithub,
     github_app: App,
     git_upstream: GitServer,
     crypto_key: str,

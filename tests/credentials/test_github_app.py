@@ -16,10 +16,10 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from drydock.config import GithubSettings
-from drydock.credentials import GitHubAppTokens, TokenMintError
+from drydock.credentials import GithubAppTokens, TokenMintError
 from drydock.github.app_jwt import AppKeyError, app_jwt, load_app_key
 from tests.credentials.conftest import REPOSITORY
-from tests.fakes.github import App, FakeGitHub
+from tests.fakes.github import App, FakeGithub
 
 
 @contextlib.asynccontextmanager
@@ -50,15 +50,15 @@ async def _dropping_first_connections(target: str, *, drops: int) -> AsyncIterat
         yield f"http://127.0.0.1:{port}", dropped
 
 
-def _minter(app: App, api_url: str, *, private_key: str | None = None) -> GitHubAppTokens:
+def _minter(app: App, api_url: str, *, private_key: str | None = None) -> GithubAppTokens:
     settings = GithubSettings.model_validate(
         {"api_url": api_url, "app_id": app.id, "private_key": private_key or app.private_key_pem}
     )
-    return GitHubAppTokens.from_settings(settings)
+    return GithubAppTokens.from_settings(settings)
 
 
 @pytest.fixture
-async def minter(github: FakeGitHub, github_app: App) -> AsyncIterator[GitHubAppTokens]:
+async def minter(github: FakeGithub, github_app: App) -> AsyncIterator[GithubAppTokens]:
     tokens = _minter(github_app, github.base_url)
     yield tokens
     await tokens.aclose()
@@ -76,7 +76,7 @@ def _signed(claims: dict[str, object], key: rsa.RSAPrivateKey) -> str:
 
 class TestMint:
     async def test_coder_token_is_scoped_to_the_repository_with_write(
-        self, minter: GitHubAppTokens, github: FakeGitHub
+        self, minter: GithubAppTokens, github: FakeGithub
     ) -> None:
         token = await minter.mint(REPOSITORY, read_only=False)
         assert token.token.startswith("ghs_")
@@ -85,17 +85,17 @@ class TestMint:
         assert github.git_access(token.token, REPOSITORY) == "write"
         assert github.git_access(token.token, "acme/gadgets") == "none"
 
-    async def test_read_only_token_cannot_write(self, minter: GitHubAppTokens, github: FakeGitHub) -> None:
+    async def test_read_only_token_cannot_write(self, minter: GithubAppTokens, github: FakeGithub) -> None:
         token = await minter.mint(REPOSITORY, read_only=True)
         assert set(token.permissions.values()) == {"read"}
         assert github.git_access(token.token, REPOSITORY) == "read"
 
-    async def test_every_mint_is_a_fresh_token(self, minter: GitHubAppTokens) -> None:
+    async def test_every_mint_is_a_fresh_token(self, minter: GithubAppTokens) -> None:
         first = await minter.mint(REPOSITORY, read_only=False)
         second = await minter.mint(REPOSITORY, read_only=False)
         assert first.token != second.token
 
-    async def test_repository_without_the_app_is_a_clear_error(self, minter: GitHubAppTokens) -> None:
+    async def test_repository_without_the_app_is_a_clear_error(self, minter: GithubAppTokens) -> None:
         with pytest.raises(TokenMintError, match="not installed on acme/nowhere"):
             await minter.mint("acme/nowhere", read_only=False)
 
@@ -107,7 +107,7 @@ class TestMint:
         finally:
             await tokens.aclose()
 
-    async def test_a_dropped_connection_is_tried_again(self, github: FakeGitHub, github_app: App) -> None:
+    async def test_a_dropped_connection_is_tried_again(self, github: FakeGithub, github_app: App) -> None:
         async with _dropping_first_connections(github.base_url, drops=2) as (url, dropped):
             tokens = _minter(github_app, url)
             try:
@@ -117,7 +117,7 @@ class TestMint:
         assert dropped == [True, True]
         assert token.repositories == (REPOSITORY,)
 
-    async def test_wrong_key_is_refused_by_github(self, github: FakeGitHub, github_app: App) -> None:
+    async def test_wrong_key_is_refused_by_github(self, github: FakeGithub, github_app: App) -> None:
         stranger = github.create_app()
         tokens = _minter(github_app, github.base_url, private_key=stranger.private_key_pem)
         try:
@@ -132,11 +132,11 @@ class TestMint:
 
 
 class TestFakeChecksTheJwt:
-    async def _installation(self, github: FakeGitHub, jwt: str) -> httpx.Response:
+    async def _installation(self, github: FakeGithub, jwt: str) -> httpx.Response:
         async with httpx.AsyncClient(base_url=github.base_url) as client:
             return await client.get(f"/repos/{REPOSITORY}/installation", headers={"Authorization": f"Bearer {jwt}"})
 
-    async def test_valid_jwt_gets_the_installation(self, github: FakeGitHub, github_app: App) -> None:
+    async def test_valid_jwt_gets_the_installation(self, github: FakeGithub, github_app: App) -> None:
         response = await self._installation(github, app_jwt(github_app.id, github_app.private_key))
         assert response.status_code == 200
         body = response.json()
@@ -144,7 +144,7 @@ class TestFakeChecksTheJwt:
         assert body["account"]["login"] == "acme"
         assert body["access_tokens_url"].endswith(f"/app/installations/{body['id']}/access_tokens")
 
-    async def test_expired_jwt(self, github: FakeGitHub, github_app: App) -> None:
+    async def test_expired_jwt(self, github: FakeGithub, github_app: App) -> None:
         response = await self._installation(
             github, app_jwt(github_app.id, github_app.private_key, now=time.time() - 900)
         )
@@ -152,38 +152,38 @@ class TestFakeChecksTheJwt:
         assert response.json()["message"].startswith("'Expiration time' claim ('exp') must be")
         assert response.json()["status"] == "401"
 
-    async def test_jwt_expiring_too_far_ahead(self, github: FakeGitHub, github_app: App) -> None:
+    async def test_jwt_expiring_too_far_ahead(self, github: FakeGithub, github_app: App) -> None:
         now = int(time.time())
         claims = {"iat": now - 60, "exp": now + 3600, "iss": str(github_app.id)}
         response = await self._installation(github, _signed(claims, github_app.private_key))
         assert response.status_code == 401
         assert "too far in the future" in response.json()["message"]
 
-    async def test_jwt_issued_in_the_future(self, github: FakeGitHub, github_app: App) -> None:
+    async def test_jwt_issued_in_the_future(self, github: FakeGithub, github_app: App) -> None:
         response = await self._installation(
             github, app_jwt(github_app.id, github_app.private_key, now=time.time() + 300)
         )
         assert response.status_code == 401
         assert response.json()["message"].startswith("'Issued at' claim ('iat')")
 
-    async def test_unsigned_jwt(self, github: FakeGitHub, github_app: App) -> None:
+    async def test_unsigned_jwt(self, github: FakeGithub, github_app: App) -> None:
         header, claims, _ = app_jwt(github_app.id, github_app.private_key).split(".")
         response = await self._installation(github, f"{header}.{claims}.")
         assert response.status_code == 401
         assert response.json()["message"] == "A JSON web token could not be decoded"
 
-    async def test_unknown_app(self, github: FakeGitHub) -> None:
+    async def test_unknown_app(self, github: FakeGithub) -> None:
         response = await self._installation(github, app_jwt(999_999, rsa.generate_private_key(65537, 2048)))
         assert response.status_code == 401
         assert response.json()["message"] == "Integration not found"
 
-    async def test_no_credentials(self, github: FakeGitHub) -> None:
+    async def test_no_credentials(self, github: FakeGithub) -> None:
         async with httpx.AsyncClient(base_url=github.base_url) as client:
             response = await client.post("/app/installations/1/access_tokens")
         assert response.status_code == 401
         assert response.json()["message"] == "Requires authentication"
 
-    async def test_scope_outside_the_installation_is_422(self, github: FakeGitHub, github_app: App) -> None:
+    async def test_scope_outside_the_installation_is_422(self, github: FakeGithub, github_app: App) -> None:
         installation = (await self._installation(github, app_jwt(github_app.id, github_app.private_key))).json()
         async with httpx.AsyncClient(base_url=github.base_url) as client:
             response = await client.post(

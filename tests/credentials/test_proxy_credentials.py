@@ -19,7 +19,7 @@ from drydock.runtime import Runtime
 from drydock.sandbox.credentials import GrantError, SandboxCredentials, SandboxGrant
 from tests.credentials.conftest import REPOSITORY
 from tests.credentials.sandbox_side import handle_for
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import FakeGithub
 
 
 class TestIssue:
@@ -43,7 +43,7 @@ class TestIssue:
         credentials: ProxyCredentials,
         redis: Redis,
         keys: Keys,
-        github: FakeGitHub,
+        github: FakeGithub,
         tmp_path: Path,
         thread_id: str,
     ) -> None:
@@ -67,7 +67,7 @@ class TestIssue:
         assert grant.token in grant.api_base_url  # type: ignore[operator]
 
     async def test_reviewer_token_is_read_only_upstream_too(
-        self, credentials: ProxyCredentials, github: FakeGitHub, tmp_path: Path, thread_id: str
+        self, credentials: ProxyCredentials, github: FakeGithub, tmp_path: Path, thread_id: str
     ) -> None:
         grant = await credentials.issue(
             handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.REVIEWER, repository=REPOSITORY
@@ -126,7 +126,7 @@ class TestRefresh:
         )
 
     async def test_extends_the_grant_and_mints_a_fresh_upstream_token(
-        self, credentials: ProxyCredentials, grant: SandboxGrant, github: FakeGitHub
+        self, credentials: ProxyCredentials, grant: SandboxGrant, github: FakeGithub
     ) -> None:
         assert grant.token is not None
         before = await credentials.vault.get(digest(grant.token))
@@ -142,7 +142,7 @@ class TestRefresh:
         assert (await credentials.grants.resolve(grant.token)).expires_at >= expiry_before
 
     async def test_a_reviewer_refresh_mints_a_read_only_token(
-        self, credentials: ProxyCredentials, github: FakeGitHub, tmp_path: Path, thread_id: str
+        self, credentials: ProxyCredentials, github: FakeGithub, tmp_path: Path, thread_id: str
     ) -> None:
         grant = await credentials.issue(
             handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.REVIEWER, repository=REPOSITORY
@@ -157,7 +157,7 @@ class TestRefresh:
         assert github.git_access(after.token, REPOSITORY) == "read"
 
     async def test_the_proxy_keeps_a_live_token_between_refreshes(
-        self, credentials: ProxyCredentials, grant: SandboxGrant, github: FakeGitHub
+        self, credentials: ProxyCredentials, grant: SandboxGrant, github: FakeGithub
     ) -> None:
         assert grant.token is not None
         record = await credentials.grants.resolve(grant.token)

@@ -16,7 +16,7 @@ from drydock.credentials.user_tokens import UserTokens, github_authorization
 from drydock.github import GithubClient
 from drydock.infra.redis import Keys
 from tests.credentials.conftest import REPOSITORY
-from tests.fakes.github import App, FakeGitHub
+from tests.fakes.github import App, FakeGithub
 
 TOKEN = "ghu_0123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -82,7 +82,7 @@ class TestRotation:
 
 
 @pytest.fixture
-async def client(github: FakeGitHub, github_app: App) -> AsyncIterator[GithubClient]:
+async def client(github: FakeGithub, github_app: App) -> AsyncIterator[GithubClient]:
     settings = GithubSettings.model_validate(
         {"api_url": github.base_url, "app_id": github_app.id, "private_key": github_app.private_key_pem}
     )
@@ -99,7 +99,7 @@ class TestGithubAuthorization:
 
     @pytest.mark.parametrize("user_id", ["user-without-token", None])
     async def test_else_the_app_s_installation_token(
-        self, github: FakeGitHub, client: GithubClient, tokens: UserTokens, user_id: str | None
+        self, github: FakeGithub, client: GithubClient, tokens: UserTokens, user_id: str | None
     ) -> None:
         authorization = await github_authorization(client, REPOSITORY, tokens=tokens, user_id=user_id)
 

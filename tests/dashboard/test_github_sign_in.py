@@ -22,7 +22,7 @@ from drydock.credentials.user_tokens import UserTokens
 from drydock.github import GithubClient
 from services.dashboard.auth.github import GithubSignIn
 from tests.dashboard.conftest import PUBLIC_URL, Site, SiteFactory
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import FakeGithub
 from tests.fakes.github.activity import activity_of
 from tests.fakes.github.identity import Identity, identity_of
 
@@ -30,9 +30,9 @@ CALLBACK = f"{PUBLIC_URL}/auth/github/callback"
 
 
 @dataclass
-class GitHubSignIn:
+class SignInFlow:
     site: Site
-    github: FakeGitHub
+    github: FakeGithub
     identity: Identity
     crypto_key: str
 
@@ -61,13 +61,13 @@ class GitHubSignIn:
 
 
 @pytest.fixture
-async def github() -> AsyncIterator[FakeGitHub]:
-    async with FakeGitHub() as fake:
+async def github() -> AsyncIterator[FakeGithub]:
+    async with FakeGithub() as fake:
         yield fake
 
 
 @pytest.fixture
-async def flow(site_factory: SiteFactory, github: FakeGitHub, request: pytest.FixtureRequest) -> GitHubSignIn:
+async def flow(site_factory: SiteFactory, github: FakeGithub, request: pytest.FixtureRequest) -> SignInFlow:
     app = github.create_app("drydock")
     github.install(app, "acme", ["widgets", "gadgets"])
     identity = identity_of(github.state)
@@ -94,11 +94,11 @@ async def flow(site_factory: SiteFactory, github: FakeGitHub, request: pytest.Fi
         crypto={"keys": [key]},
     )
     await site.accounts.save_team(TeamDefaults(allowed_organizations=allowed))
-    return GitHubSignIn(site, github, identity, key)
+    return SignInFlow(site, github, identity, key)
 
 
 class TestFlow:
-    async def test_a_person_signs_in_and_their_account_is_linked(self, flow: GitHubSignIn) -> None:
+    async def test_a_person_signs_in_and_their_account_is_linked(self, flow: SignInFlow) -> None:
         client = await flow.sign_in()
         me = (await client.get("/api/v1/me")).json()
         user = flow.identity.user("octocat")
@@ -108,7 +108,7 @@ class TestFlow:
         )  # fmt: skip
         assert await flow.site.accounts.user_for(Provider.GITHUB, str(user.id)) == f"gh-{user.id}"
 
-    async def test_the_authorization_uses_state_and_pkce(self, flow: GitHubSignIn) -> None:
+    async def test_the_authorization_uses_state_and_pkce(self, flow: SignInFlow) -> None:
         start = await flow.site.client().get("/auth/github")
         query = parse_qs(urlsplit(start.headers["location"]).query)
         assert start.headers["location"].startswith(f"{flow.github.base_url}/login/oauth/authorize?")
@@ -117,7 +117,7 @@ class TestFlow:
         assert len(query["state"][0]) >= 32
         assert query["redirect_uri"] == [CALLBACK]
 
-    async def test_the_token_is_stored_encrypted(self, flow: GitHubSignIn) -> None:
+    async def test_the_token_is_stored_encrypted(self, flow: SignInFlow) -> None:
         await flow.sign_in()
         user = flow.identity.user("octocat")
         assert user is not None
@@ -129,7 +129,7 @@ class TestFlow:
         assert raw is not None
         assert stored not in raw
 
-    async def test_an_account_linked_before_signs_in_as_its_user(self, flow: GitHubSignIn) -> None:
+    async def test_an_account_linked_before_signs_in_as_its_user(self, flow: SignInFlow) -> None:
         user = flow.identity.user("octocat")
         assert user is not None
         await flow.site.accounts.link(Provider.GITHUB, str(user.id), "user-ada")
@@ -138,18 +138,18 @@ class TestFlow:
 
 
 class TestAdministrators:
-    async def test_a_member_of_an_admin_team_is_an_administrator(self, flow: GitHubSignIn) -> None:
+    async def test_a_member_of_an_admin_team_is_an_administrator(self, flow: SignInFlow) -> None:
         client = await flow.sign_in("hubot")
         assert (await client.get("/api/v1/me")).json()["admin"] is True
 
     @pytest.mark.parametrize("flow", [{"admin_logins": ["OctoCat"]}], indirect=True)
-    async def test_a_configured_login_is_an_administrator(self, flow: GitHubSignIn) -> None:
+    async def test_a_configured_login_is_an_administrator(self, flow: SignInFlow) -> None:
         client = await flow.sign_in()
         assert (await client.get("/api/v1/me")).json()["admin"] is True
 
 
 class TestOrganizations:
-    async def refused(self, flow: GitHubSignIn, login: str) -> httpx.Response:
+    async def refused(self, flow: SignInFlow, login: str) -> httpx.Response:
         client = flow.site.client()
         answer = await client.get(await flow.authorize(client, login))
         assert answer.status_code == 403, answer.text
@@ -160,29 +160,27 @@ class TestOrganizations:
         assert await flow.site.accounts.user_for(Provider.GITHUB, str(user.id)) is None
         return answer
 
-    async def test_someone_outside_the_allowed_organizations_is_refused_with_the_reason(
-        self, flow: GitHubSignIn
-    ) -> None:
+    async def test_someone_outside_the_allowed_organizations_is_refused_with_the_reason(self, flow: SignInFlow) -> None:
         answer = await self.refused(flow, "mallory")
         assert "mallory is not a member of acme" in answer.text
 
-    async def test_a_member_is_asked_about_with_their_own_token(self, flow: GitHubSignIn) -> None:
+    async def test_a_member_is_asked_about_with_their_own_token(self, flow: SignInFlow) -> None:
         await flow.sign_in("octocat")
         (seen,) = [seen for seen in flow.github.requests if seen.path == "/user/memberships/orgs/acme"]
         assert seen.authorization is not None
         assert seen.authorization.startswith("Bearer ghu_")
 
     @pytest.mark.parametrize("flow", [{"allowed_organizations": ("globex", "acme")}], indirect=True)
-    async def test_membership_of_any_allowed_organization_admits(self, flow: GitHubSignIn) -> None:
+    async def test_membership_of_any_allowed_organization_admits(self, flow: SignInFlow) -> None:
         await flow.sign_in("octocat")
 
     @pytest.mark.parametrize("flow", [{"allowed_organizations": ("globex",)}], indirect=True)
-    async def test_an_organization_the_app_is_not_installed_on_admits_nobody(self, flow: GitHubSignIn) -> None:
+    async def test_an_organization_the_app_is_not_installed_on_admits_nobody(self, flow: SignInFlow) -> None:
         activity_of(flow.github.state).add_member("globex", "octocat")
         await self.refused(flow, "octocat")
 
     @pytest.mark.parametrize("flow", [{"allowed_organizations": ()}], indirect=True)
-    async def test_with_no_organization_allowed_only_administrators_sign_in(self, flow: GitHubSignIn) -> None:
+    async def test_with_no_organization_allowed_only_administrators_sign_in(self, flow: SignInFlow) -> None:
         answer = await self.refused(flow, "octocat")
         assert "Only Drydock administrators may sign in" in answer.text
         client = await flow.sign_in("hubot")
@@ -190,7 +188,7 @@ class TestOrganizations:
 
 
 class TestRepositoryAccess:
-    async def test_people_see_threads_of_the_repositories_github_lets_them_see(self, flow: GitHubSignIn) -> None:
+    async def test_people_see_threads_of_the_repositories_github_lets_them_see(self, flow: SignInFlow) -> None:
         visible = await flow.site.thread(str(uuid.uuid4()), repository="acme/widgets")
         await flow.site.thread(str(uuid.uuid4()), repository="acme/gadgets")
         client = await flow.sign_in()
@@ -198,7 +196,7 @@ class TestRepositoryAccess:
         assert [thread["id"] for thread in listed] == [visible]
 
     @pytest.mark.parametrize("flow", [{"access_ttl": 0.2}], indirect=True)
-    async def test_access_is_asked_again_with_the_stored_token(self, flow: GitHubSignIn) -> None:
+    async def test_access_is_asked_again_with_the_stored_token(self, flow: SignInFlow) -> None:
         gadgets = await flow.site.thread(str(uuid.uuid4()), repository="acme/gadgets")
         client = await flow.sign_in()
         assert (await client.get(f"/api/v1/threads/{gadgets}")).status_code == 403
@@ -211,7 +209,7 @@ class TestRepositoryAccess:
 
 
 class TestRefusals:
-    async def test_a_callback_is_good_once(self, flow: GitHubSignIn) -> None:
+    async def test_a_callback_is_good_once(self, flow: SignInFlow) -> None:
         client = flow.site.client()
         callback = await flow.authorize(client)
         assert (await client.get(callback)).status_code == 303
@@ -219,12 +217,12 @@ class TestRefusals:
         assert replay.status_code == 400
         assert "expired or was already used" in replay.text
 
-    async def test_an_unknown_state_is_refused(self, flow: GitHubSignIn) -> None:
+    async def test_an_unknown_state_is_refused(self, flow: SignInFlow) -> None:
         answer = await flow.site.client().get("/auth/github/callback?code=abc&state=forged")
         assert answer.status_code == 400
         assert "drydock_session" not in answer.headers.get("set-cookie", "")
 
-    async def test_a_code_from_another_attempt_fails_pkce(self, flow: GitHubSignIn) -> None:
+    async def test_a_code_from_another_attempt_fails_pkce(self, flow: SignInFlow) -> None:
         client = flow.site.client()
         first = parse_qs(urlsplit(await flow.authorize(client)).query)
         second = parse_qs(urlsplit(await flow.authorize(client)).query)
@@ -232,7 +230,7 @@ class TestRefusals:
         assert answer.status_code == 400
         assert "GitHub refused the sign-in" in answer.text
 
-    async def test_a_denied_authorization(self, flow: GitHubSignIn) -> None:
+    async def test_a_denied_authorization(self, flow: SignInFlow) -> None:
         client = flow.site.client()
         start = await client.get("/auth/github")
         state = parse_qs(urlsplit(start.headers["location"]).query)["state"][0]

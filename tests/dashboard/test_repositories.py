@@ -10,17 +10,17 @@ import pytest
 
 from drydock.accounts import RepositorySettings
 from tests.dashboard.conftest import Site, SiteFactory
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import FakeGithub
 
 
 @pytest.fixture
-async def github() -> AsyncIterator[FakeGitHub]:
-    async with FakeGitHub() as fake:
+async def github() -> AsyncIterator[FakeGithub]:
+    async with FakeGithub() as fake:
         yield fake
 
 
 @pytest.fixture
-async def installed(site_factory: SiteFactory, github: FakeGitHub) -> Site:
+async def installed(site_factory: SiteFactory, github: FakeGithub) -> Site:
     app = github.create_app("drydock")
     github.install(app, "acme", ["widgets", "gadgets"])
     github.install(app, "globex", None)
@@ -104,7 +104,7 @@ class TestToggles:
         assert answer.status_code == 422
         assert "not installed on acme/secret" in answer.json()["detail"][0]["msg"]
 
-    async def test_a_new_installation_is_seen_at_once(self, installed: Site, github: FakeGitHub) -> None:
+    async def test_a_new_installation_is_seen_at_once(self, installed: Site, github: FakeGithub) -> None:
         admin = await installed.sign_in("root", admin=True)
         await admin.get("/api/v1/repositories")
         github.install(github.state.apps[next(iter(github.state.apps))], "initech", ["tps"])
@@ -128,7 +128,7 @@ class TestToggles:
         assert (await ada.send("DELETE", "/api/v1/repositories/acme/widgets")).status_code == 403
         assert await site.accounts.repository("acme/widgets") is None
 
-    async def test_github_down_is_503(self, site_factory: SiteFactory, github: FakeGitHub) -> None:
+    async def test_github_down_is_503(self, site_factory: SiteFactory, github: FakeGithub) -> None:
         app = github.create_app("drydock")
         site = await site_factory(
             github={"api_url": "http://127.0.0.1:9/api", "app_id": app.id, "private_key": app.private_key_pem}

@@ -22,7 +22,7 @@ from drydock.threads.fields import SANDBOX_ID, ThreadState
 from drydock.threads.pr_records import PullRequestRecord, PullRequestRecords
 from drydock.threads.stops import StopRequests
 from tests.dashboard.conftest import Site, SiteFactory
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import FakeGithub
 from tests.fakes.github.history import history_of
 from tests.fakes.github.state import PullRequest
 
@@ -232,7 +232,7 @@ class TestPullRequestChecks:
     async def test_its_state_and_each_checks_latest_run_and_a_failed_read_said_so(
         self, site_factory: SiteFactory
     ) -> None:
-        async with FakeGitHub() as github:
+        async with FakeGithub() as github:
             app = github.create_app("drydock")
             github.install(app, "acme", ["widgets"])
             site = await site_factory(

@@ -17,12 +17,12 @@ from drydock.embedded import free_port
 from drydock.http import create_app, serve
 from drydock.runtime import Runtime
 from services.dashboard import router
-from tests.fakes.github import App, FakeGitHub
+from tests.fakes.github import App, FakeGithub
 from tests.fakes.github.identity import identity_of
 from tests.waiting import eventually
 
 
-def dashboard_section(github: FakeGitHub, app: App) -> dict[str, Any]:
+def dashboard_section(github: FakeGithub, app: App) -> dict[str, Any]:
     """``DRYDOCK_DASHBOARD_*`` for a dashboard on a free port, signing in with ``app``'s OAuth client."""
     public_url = f"http://127.0.0.1:{free_port()}"
     client = identity_of(github.state).oauth_client(app, callback_url=f"{public_url}/auth/github/callback")

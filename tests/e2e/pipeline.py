@@ -50,7 +50,7 @@ from services.ingress.webhooks import webhook_router
 from tests.e2e.dashboard import dashboard_section, serving_dashboard
 from tests.fakes import signing
 from tests.fakes.git_server import GitServer
-from tests.fakes.github import App, FakeGitHub, Installation
+from tests.fakes.github import App, FakeGithub, Installation
 from tests.fakes.github.activity import activity_of
 from tests.fakes.linear import FakeLinear
 from tests.fakes.loopback import LoopbackServer
@@ -112,7 +112,7 @@ class Stage:
     settings: Settings
     overrides: dict[str, dict[str, Any]]
     runtime: Runtime
-    github: FakeGitHub
+    github: FakeGithub
     app: App
     installation: Installation
     git: GitServer
@@ -215,7 +215,7 @@ async def pipeline(
     there (Valkey appending to a file), so ``stage.servers`` restart with it."""
     async with contextlib.AsyncExitStack() as stack:
         urls = await stack.enter_async_context(embedded_infrastructure(workdir=store))
-        github = await stack.enter_async_context(FakeGitHub())
+        github = await stack.enter_async_context(FakeGithub())
         app = github.create_app("drydock")
         installation = github.install(app, ORG, ["widgets"], permissions=PERMISSIONS)
         activity_of(github.state).add_member(ORG, MEMBER)

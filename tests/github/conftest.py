@@ -8,7 +8,7 @@ import pytest
 
 from drydock.config import GithubSettings
 from drydock.github import GithubClient
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import FakeGithub
 from tests.fakes.github.state import App, Installation
 
 ORG = "acme"
@@ -31,23 +31,23 @@ def settings_for(app: App | None, api_url: str) -> GithubSettings:
 
 
 @pytest.fixture
-async def github() -> AsyncIterator[FakeGitHub]:
-    async with FakeGitHub() as fake:
+async def github() -> AsyncIterator[FakeGithub]:
+    async with FakeGithub() as fake:
         yield fake
 
 
 @pytest.fixture
-def app(github: FakeGitHub) -> App:
+def app(github: FakeGithub) -> App:
     return github.create_app("drydock")
 
 
 @pytest.fixture
-def installation(github: FakeGitHub, app: App) -> Installation:
+def installation(github: FakeGithub, app: App) -> Installation:
     return github.install(app, ORG, ["widgets", "gadgets"], permissions=PERMISSIONS)
 
 
 @pytest.fixture
-async def client(github: FakeGitHub, app: App) -> AsyncIterator[GithubClient]:
+async def client(github: FakeGithub, app: App) -> AsyncIterator[GithubClient]:
     client = GithubClient(settings_for(app, github.base_url))
     yield client
     await client.aclose()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from drydock.github import GithubClient
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import FakeGithub
 from tests.fakes.github.history import history_of
 from tests.fakes.github.state import Installation
 from tests.github.conftest import REPO
@@ -13,7 +13,7 @@ SHA = "a" * 40
 
 class TestCheckRuns:
     async def test_the_latest_run_of_each_name_across_pages(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         history = history_of(github.state)
         for index in range(140):

@@ -8,14 +8,14 @@ import pytest
 
 from drydock.errors import ChannelNotConfigured, OutboundFailed
 from drydock.github import GithubClient
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import FakeGithub
 from tests.fakes.github.state import App, Installation
 from tests.github.conftest import PERMISSIONS, REPO, settings_for
 
 
 class TestInstallation:
     async def test_the_installation_on_a_repository_carries_its_permissions_and_is_cached(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         found = await client.installation(REPO)
         asked = len(github.requests)
@@ -40,7 +40,7 @@ class TestInstallation:
 
 class TestTokens:
     async def test_a_minted_token_reaches_only_the_repositories_and_permissions_asked_for(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         body = await client.mint_token(installation.id, repositories=["widgets"], permissions={"contents": "read"})
         token = str(body["token"])
@@ -50,7 +50,7 @@ class TestTokens:
         assert not github.token_allows(token, "acme/gadgets", permission="contents", level="read")
 
     async def test_app_authorization_is_the_installation_token(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         authorization = await client.app_authorization(REPO)
         assert authorization.startswith("token ")
@@ -58,14 +58,14 @@ class TestTokens:
 
 
 class TestListings:
-    async def test_the_apps_installations(self, github: FakeGitHub, client: GithubClient, app: App) -> None:
+    async def test_the_apps_installations(self, github: FakeGithub, client: GithubClient, app: App) -> None:
         first = github.install(app, "acme", ["widgets"])
         second = github.install(app, "globex", ["tools"])
         found = await client.app_installations()
         assert sorted(int(item["id"]) for item in found) == sorted([first.id, second.id])
 
     async def test_an_installations_repositories_are_read_across_pages(
-        self, github: FakeGitHub, client: GithubClient, app: App
+        self, github: FakeGithub, client: GithubClient, app: App
     ) -> None:
         names = [f"repo-{index:03}" for index in range(230)]
         installation = github.install(app, "acme", names)
@@ -74,7 +74,7 @@ class TestListings:
         pages = [request for request in github.requests if request.path == "/installation/repositories"]
         assert len(pages) == 3
 
-    async def test_a_listing_stops_at_its_limit(self, github: FakeGitHub, client: GithubClient, app: App) -> None:
+    async def test_a_listing_stops_at_its_limit(self, github: FakeGithub, client: GithubClient, app: App) -> None:
         installation = github.install(app, "acme", [f"repo-{index:03}" for index in range(230)])
         found = await client.installation_repositories(installation.id, limit=150)
         assert len(found) == 150
@@ -82,7 +82,7 @@ class TestListings:
 
 
 class TestWithoutAnApp:
-    async def test_acting_as_the_app_is_refused_and_a_callers_token_still_works(self, github: FakeGitHub) -> None:
+    async def test_acting_as_the_app_is_refused_and_a_callers_token_still_works(self, github: FakeGithub) -> None:
         client = GithubClient(settings_for(None, github.base_url), require_app=False)
         user = github.user_token("octocat")
         try:
@@ -93,6 +93,6 @@ class TestWithoutAnApp:
         finally:
             await client.aclose()
 
-    def test_the_default_client_needs_the_app(self, github: FakeGitHub) -> None:
+    def test_the_default_client_needs_the_app(self, github: FakeGithub) -> None:
         with pytest.raises(ChannelNotConfigured, match="DRYDOCK_GITHUB_APP_ID"):
             GithubClient(settings_for(None, github.base_url))

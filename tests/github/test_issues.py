@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from drydock.github import GithubClient
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import FakeGithub
 from tests.fakes.github.activity import activity_of
 from tests.fakes.github.state import Installation
 from tests.github.conftest import REPO
@@ -11,7 +11,7 @@ from tests.github.conftest import REPO
 
 class TestComments:
     async def test_comments_are_read_across_pages_oldest_first_up_to_the_limit(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         activity = activity_of(github.state)
         activity.open_issue(REPO, 7)
@@ -23,7 +23,7 @@ class TestComments:
         assert [comment["body"] for comment in first] == [f"comment {index}" for index in range(120)]
 
     async def test_a_comment_and_its_reaction(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         activity_of(github.state).open_issue(REPO, 8)
         comment = await client.post_comment(None, REPO, 8, "hello")

@@ -6,7 +6,7 @@ import pytest
 
 from drydock.errors import OutboundFailed
 from drydock.github import GithubClient
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import FakeGithub
 from tests.fakes.github.history import Commit, history_of
 from tests.fakes.github.state import Installation
 from tests.github.conftest import REPO
@@ -14,7 +14,7 @@ from tests.github.conftest import REPO
 
 class TestRepositories:
     async def test_a_commit_names_its_author_and_committer(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         sha = "b" * 40
         history_of(github.state).add_commit(
@@ -31,7 +31,7 @@ class TestRepositories:
         assert refused.value.status == 422
 
     async def test_a_persons_permission(
-        self, github: FakeGitHub, client: GithubClient, installation: Installation
+        self, github: FakeGithub, client: GithubClient, installation: Installation
     ) -> None:
         history_of(github.state).set_permission(REPO, "ada", "maintain")
         authorization = await client.app_authorization(REPO)

@@ -15,7 +15,7 @@ from drydock.threads import ids
 from tests.fakes import linear as fake_linear
 from tests.fakes import signing
 from tests.fakes import slack as fake_slack
-from tests.fakes.github import FakeGitHub, webhooks
+from tests.fakes.github import FakeGithub, webhooks
 from tests.fakes.github.activity import activity_of
 from tests.ingress.conftest import (
     GITHUB_SECRET,
@@ -111,7 +111,7 @@ class TestGithub:
     async def test_an_effort_the_model_does_not_take_is_answered_on_the_issue(
         self, start_ingress: StartIngress, settings: Settings, repo: str
     ) -> None:
-        async with FakeGitHub() as github:
+        async with FakeGithub() as github:
             app = github.create_app("drydock")
             installation = github.install(app, ORG, [repo], permissions=PERMISSIONS)
             sections = {"github": {"app_id": app.id, "private_key": app.private_key_pem, "api_url": github.base_url}}

@@ -18,7 +18,7 @@ from drydock.threads import ids
 from tests.fakes import linear as fake_linear
 from tests.fakes import signing
 from tests.fakes import slack as fake_slack
-from tests.fakes.github import FakeGitHub, webhooks
+from tests.fakes.github import FakeGithub, webhooks
 from tests.fakes.github.activity import activity_of
 from tests.fakes.github.state import App, Installation
 from tests.ingress.conftest import (
@@ -38,18 +38,18 @@ PERMISSIONS = {"issues": "write", "pull_requests": "write", "checks": "write", "
 
 
 @pytest.fixture
-async def github() -> AsyncIterator[FakeGitHub]:
-    async with FakeGitHub() as fake:
+async def github() -> AsyncIterator[FakeGithub]:
+    async with FakeGithub() as fake:
         yield fake
 
 
-def github_sections(app: App, fake: FakeGitHub) -> dict[str, Any]:
+def github_sections(app: App, fake: FakeGithub) -> dict[str, Any]:
     return {"app_id": app.id, "private_key": app.private_key_pem, "api_url": fake.base_url}
 
 
 class TestGithubPickup:
     async def test_a_mention_gets_eyes_on_the_comment(
-        self, start_ingress: StartIngress, settings: Settings, github: FakeGitHub, repo: str
+        self, start_ingress: StartIngress, settings: Settings, github: FakeGithub, repo: str
     ) -> None:
         app = github.create_app("drydock")
         installation = github.install(app, ORG, [repo], permissions=PERMISSIONS)
@@ -70,7 +70,7 @@ class TestGithubPickup:
             assert (reaction.content, reaction.login) == ("eyes", "drydock[bot]")
 
     async def test_an_opened_issue_gets_eyes_on_the_issue(
-        self, start_ingress: StartIngress, settings: Settings, github: FakeGitHub, repo: str
+        self, start_ingress: StartIngress, settings: Settings, github: FakeGithub, repo: str
     ) -> None:
         app = github.create_app("drydock")
         installation = github.install(app, ORG, [repo], permissions=PERMISSIONS)
@@ -87,7 +87,7 @@ class TestGithubPickup:
 
 
 class TestMembership:
-    async def _setup(self, github: FakeGitHub, repo: str) -> tuple[App, Installation]:
+    async def _setup(self, github: FakeGithub, repo: str) -> tuple[App, Installation]:
         app = github.create_app("drydock")
         github.install(app, ORG, [], permissions=PERMISSIONS)
         partner = github.install(app, "partner", [repo], permissions=PERMISSIONS)
@@ -95,7 +95,7 @@ class TestMembership:
         return app, partner
 
     async def test_a_member_of_an_allowed_organization_is_trusted_anywhere(
-        self, start_ingress: StartIngress, settings: Settings, github: FakeGitHub, repo: str
+        self, start_ingress: StartIngress, settings: Settings, github: FakeGithub, repo: str
     ) -> None:
         app, partner = await self._setup(github, repo)
         sections = {"github": github_sections(app, github)}

@@ -11,7 +11,7 @@ import pytest
 from drydock.config import GithubSettings
 from drydock.credentials.user_tokens import app_authorization
 from drydock.github import GithubClient
-from tests.fakes.github import FakeGitHub, webhooks
+from tests.fakes.github import FakeGithub, webhooks
 from tests.fakes.github.activity import activity_of
 from tests.fakes.github.reviews import PullFile, set_files
 from tests.fakes.github.state import PullRequest
@@ -39,7 +39,7 @@ PATCH = "\n".join(
 
 @dataclass
 class GithubWorld:
-    fake: FakeGitHub
+    fake: FakeGithub
     client: GithubClient
     authorization: str
 
@@ -60,7 +60,7 @@ class GithubWorld:
 
 @pytest.fixture
 async def world() -> AsyncIterator[GithubWorld]:
-    async with FakeGitHub() as fake:
+    async with FakeGithub() as fake:
         app = fake.create_app("drydock")
         fake.install(app, "acme", ["widgets"], permissions=PERMISSIONS)
         settings = GithubSettings.model_validate(

@@ -39,7 +39,7 @@ from drydock.threads.approvals import Approvals
 from drydock.threads.metadata import ThreadMetadataStore
 from services.credential_proxy.server import Listening, serving
 from tests.fakes.git_server import GitServer, git, isolated_git_env
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import FakeGithub
 from tests.fakes.github.activity import activity_of
 
 pytestmark = pytest.mark.usefixtures("bwrap")
@@ -50,13 +50,13 @@ WORKFLOW = ".github/workflows/ci.yml"
 
 
 @pytest.fixture(scope="module")
-async def github() -> AsyncIterator[FakeGitHub]:
-    async with FakeGitHub() as fake:
+async def github() -> AsyncIterator[FakeGithub]:
+    async with FakeGithub() as fake:
         yield fake
 
 
 @pytest.fixture(scope="module")
-async def upstream(github: FakeGitHub, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[GitServer]:
+async def upstream(github: FakeGithub, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[GitServer]:
     async with GitServer(tmp_path_factory.mktemp("upstream"), authorize=github.git_access) as server:
         await server.create_repository(REPOSITORY, {"README.md": b"# widgets\n", WORKFLOW: b"on: push\n"})
         yield server
@@ -70,7 +70,7 @@ def crypto() -> list[str]:
 @pytest.fixture
 async def proxy(
     infra: EmbeddedUrls,
-    github: FakeGitHub,
+    github: FakeGithub,
     upstream: GitServer,
     crypto: list[str],
     tmp_path: Path,
@@ -143,7 +143,7 @@ ISSUE = 7
 
 
 @pytest.fixture
-async def thread(metadata: ThreadMetadataStore, github: FakeGitHub) -> str:
+async def thread(metadata: ThreadMetadataStore, github: FakeGithub) -> str:
     """A coder thread started from issue #7 of the repository, owned by ``OWNER``."""
     activity_of(github.state).open_issue(REPOSITORY, ISSUE)
     reply_to = ReplyAddress(
@@ -186,7 +186,7 @@ async def upstream_head(upstream: GitServer, branch: str, tmp_path: Path) -> str
         return None
 
 
-def notices(github: FakeGitHub, change: str) -> list[str]:
+def notices(github: FakeGithub, change: str) -> list[str]:
     """The notices posted on the thread's issue about the held push ``change``."""
     comments = activity_of(github.state).comments_on(REPOSITORY, ISSUE)
     return [comment.body for comment in comments if f"change `{change[:12]}`" in comment.body]
@@ -255,7 +255,7 @@ class TestProtectedPaths:
         approvals: Approvals,
         upstream: GitServer,
         bus: Bus,
-        github: FakeGitHub,
+        github: FakeGithub,
         tmp_path: Path,
     ) -> None:
         await accounts.save_repository(RepositorySettings(full_name=REPOSITORY))

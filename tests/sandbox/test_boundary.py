@@ -36,7 +36,7 @@ from drydock.sandbox.records import SandboxRecords
 from drydock.threads.metadata import ThreadMetadataStore
 from services.credential_proxy.server import Listening, serving
 from tests.fakes.git_server import GitServer, git, isolated_git_env
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import FakeGithub
 
 pytestmark = pytest.mark.usefixtures("bwrap")
 
@@ -56,13 +56,13 @@ except OSError as error:
 
 
 @pytest.fixture(scope="module")
-async def github() -> AsyncIterator[FakeGitHub]:
-    async with FakeGitHub() as fake:
+async def github() -> AsyncIterator[FakeGithub]:
+    async with FakeGithub() as fake:
         yield fake
 
 
 @pytest.fixture(scope="module")
-async def upstream(github: FakeGitHub, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[GitServer]:
+async def upstream(github: FakeGithub, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[GitServer]:
     async with GitServer(tmp_path_factory.mktemp("upstream"), authorize=github.git_access) as server:
         await server.create_repository(REPOSITORY, {"README.md": b"# widgets\n"})
         yield server
@@ -89,7 +89,7 @@ async def web_port() -> AsyncIterator[int]:
 @pytest.fixture
 async def proxy(
     infra: EmbeddedUrls,
-    github: FakeGitHub,
+    github: FakeGithub,
     upstream: GitServer,
     web_port: int,
     tmp_path: Path,

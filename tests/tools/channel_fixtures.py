@@ -16,7 +16,7 @@ from drydock.bus.streams import EVENTS_STREAM, RUNS_STREAM
 from drydock.config import Settings
 from drydock.roles import Role
 from drydock.threads.inbox import Inbox
-from tests.fakes.github import App, FakeGitHub, Installation
+from tests.fakes.github import App, FakeGithub, Installation
 from tests.fakes.github.activity import Activity, activity_of
 from tests.tools.conftest import REPOSITORY
 
@@ -27,7 +27,7 @@ ORG = "acme"
 class GithubWorld:
     """The fake GitHub and the Drydock App installed on every repository of ``acme``."""
 
-    fake: FakeGitHub
+    fake: FakeGithub
     app: App
     installation: Installation
 
@@ -46,7 +46,7 @@ class GithubWorld:
 
 @contextlib.asynccontextmanager
 async def github_world() -> AsyncIterator[GithubWorld]:
-    async with FakeGitHub() as fake:
+    async with FakeGithub() as fake:
         app = fake.create_app("drydock")
         fake.state.repository(REPOSITORY)
         yield GithubWorld(fake, app, fake.install(app, ORG))

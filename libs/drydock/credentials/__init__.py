@@ -8,7 +8,7 @@ resolves the grant and injects the token upstream.
 """
 
 from drydock.credentials.cipher import CipherError, SecretCipher
-from drydock.credentials.github_app import AppNotConfigured, GitHubAppTokens, TokenMintError
+from drydock.credentials.github_app import AppNotConfigured, GithubAppTokens, TokenMintError
 from drydock.credentials.grants import (
     Grant,
     GrantExpired,
@@ -29,7 +29,7 @@ __all__ = [
     "PLACEHOLDER",
     "AppNotConfigured",
     "CipherError",
-    "GitHubAppTokens",
+    "GithubAppTokens",
     "Grant",
     "GrantExpired",
     "GrantRejected",

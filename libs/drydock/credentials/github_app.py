@@ -35,7 +35,7 @@ class AppNotConfigured(ValueError):
     """The GitHub App id or private key is missing from the settings."""
 
 
-class GitHubAppTokens:
+class GithubAppTokens:
     """Mints installation tokens for one GitHub App through :class:`~drydock.github.GithubClient`."""
 
     def __init__(self, client: GithubClient, *, owns_client: bool = False) -> None:
@@ -43,7 +43,7 @@ class GitHubAppTokens:
         self._owns_client = owns_client
 
     @classmethod
-    def from_settings(cls, settings: GithubSettings) -> GitHubAppTokens:
+    def from_settings(cls, settings: GithubSettings) -> GithubAppTokens:
         if settings.app_id is None or settings.private_key is None:
             raise AppNotConfigured(
                 "set DRYDOCK_GITHUB_APP_ID and DRYDOCK_GITHUB_PRIVATE_KEY to mint installation tokens"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from drydock.config import GithubSettings
-from drydock.credentials.github_app import AppNotConfigured, GitHubAppTokens, TokenMintError
+from drydock.credentials.github_app import AppNotConfigured, GithubAppTokens, TokenMintError
 from drydock.credentials.upstream_token import UpstreamToken
 
 
@@ -35,6 +35,6 @@ class NoApp:
 def minter_from_settings(settings: GithubSettings) -> TokenMinter:
     """The GitHub App minter, or :class:`NoApp` naming the missing settings."""
     try:
-        return GitHubAppTokens.from_settings(settings)
+        return GithubAppTokens.from_settings(settings)
     except AppNotConfigured as error:
         return NoApp(str(error))

@@ -11,9 +11,10 @@ Off, nothing is instrumented, :func:`span` and :func:`continued_trace` are a sha
 
 Trace context crosses NATS in the message headers (W3C ``traceparent``, injected by every
 :class:`~drydock.bus.Bus` publish) and HTTP in the request headers (httpx's instrumentation, and
-:func:`aiohttp_tracing` for aiohttp sessions: the model, the sandbox daemon, the code host). The sandbox daemon passes an
-exec request's ``traceparent`` on to the command (``TRACEPARENT``, and as an extra header of git's
-HTTP requests), so a clone or push reaches the credential proxy inside the trace.
+:func:`aiohttp_tracing` for aiohttp sessions: the model, the sandbox daemon, the code host). The
+sandbox daemon passes an exec request's ``traceparent`` on to the command (``TRACEPARENT``, and
+as an extra header of git's HTTP requests), so a clone or push reaches the credential proxy
+inside the trace.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """A faithful test double of the GitHub REST API (see :mod:`tests.fakes.github.server`)."""
 
-from tests.fakes.github.server import ROUTERS, FakeGitHub
-from tests.fakes.github.state import App, GitHubState, Installation, InstallationToken, Repository, SeenRequest
+from tests.fakes.github.server import ROUTERS, FakeGithub
+from tests.fakes.github.state import App, GithubState, Installation, InstallationToken, Repository, SeenRequest
 
 __all__ = [
     "ROUTERS",
     "App",
-    "FakeGitHub",
-    "GitHubState",
+    "FakeGithub",
+    "GithubState",
     "Installation",
     "InstallationToken",
     "Repository",

@@ -1,5 +1,5 @@
 """The fake GitHub's conversation state: issues and pull requests, their comments, reactions,
-check runs, and organization members. Kept beside :class:`GitHubState` (one per fake) and
+check runs, and organization members. Kept beside :class:`GithubState` (one per fake) and
 reached with :func:`activity_of`, so the state module stays as its owner wrote it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from tests.fakes.github.state import GitHubState
+from tests.fakes.github.state import GithubState
 
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
@@ -69,7 +69,7 @@ class CheckRun:
 
 
 class Activity:
-    def __init__(self, github: GitHubState) -> None:
+    def __init__(self, github: GithubState) -> None:
         self._github = github
         self.issues: dict[tuple[str, int], Issue] = {}
         self.comments: dict[int, Comment] = {}
@@ -119,10 +119,10 @@ class Activity:
         return [reaction for reaction in self.reactions if reaction.target == target]
 
 
-_ACTIVITIES: weakref.WeakKeyDictionary[GitHubState, Activity] = weakref.WeakKeyDictionary()
+_ACTIVITIES: weakref.WeakKeyDictionary[GithubState, Activity] = weakref.WeakKeyDictionary()
 
 
-def activity_of(github: GitHubState) -> Activity:
+def activity_of(github: GithubState) -> Activity:
     """The conversation state of one fake GitHub."""
     found = _ACTIVITIES.get(github)
     if found is None:

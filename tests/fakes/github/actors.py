@@ -12,8 +12,8 @@ from fastapi import Request
 
 from tests.fakes.github.auth import state
 from tests.fakes.github.callers import bot_user
-from tests.fakes.github.errors import GitHubError, not_found
-from tests.fakes.github.state import GitHubState, InstallationToken, UserToken
+from tests.fakes.github.errors import GithubError, not_found
+from tests.fakes.github.state import GithubState, InstallationToken, UserToken
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class Actor:
     installation: InstallationToken | None = None
     oauth: UserToken | None = None
 
-    def allows(self, github: GitHubState, full_name: str, permission: str, level: str) -> bool:
+    def allows(self, github: GithubState, full_name: str, permission: str, level: str) -> bool:
         if self.installation is not None:
             return github.token_allows(self.installation.token, full_name, permission=permission, level=level)
         return self.oauth is not None and self.oauth.reaches(full_name)
@@ -44,10 +44,10 @@ def acting(request: Request) -> Actor:
     token or a registered user token."""
     header = request.headers.get("authorization")
     if header is None:
-        raise GitHubError(401, "Requires authentication")
+        raise GithubError(401, "Requires authentication")
     scheme, _, credential = header.partition(" ")
     if scheme.lower() not in {"token", "bearer"}:
-        raise GitHubError(401, "Bad credentials")
+        raise GithubError(401, "Bad credentials")
     github = state(request)
     credential = credential.strip()
     issued = github.tokens.get(credential)
@@ -57,7 +57,7 @@ def acting(request: Request) -> Actor:
     user = github.user_tokens.get(credential)
     if user is not None:
         return Actor(user_json(user), oauth=user)
-    raise GitHubError(401, "Bad credentials")
+    raise GithubError(401, "Bad credentials")
 
 
 def require_access(
@@ -68,4 +68,4 @@ def require_access(
     if not actor.allows(github, full_name, "metadata", "read"):
         raise not_found(documentation)
     if not actor.allows(github, full_name, permission, level):
-        raise GitHubError(403, "Resource not accessible by integration", documentation)
+        raise GithubError(403, "Resource not accessible by integration", documentation)

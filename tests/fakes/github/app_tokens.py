@@ -10,7 +10,7 @@ from fastapi import APIRouter, Body, Depends, Request
 from fastapi.responses import JSONResponse
 
 from tests.fakes.github.auth import authenticated_app, state
-from tests.fakes.github.errors import GitHubError, not_found
+from tests.fakes.github.errors import GithubError, not_found
 from tests.fakes.github.state import App, Installation, InstallationToken, Repository, permission_allows
 
 router = APIRouter()
@@ -101,8 +101,8 @@ def _scope(available: list[Repository], names: list[str] | None, ids: list[int] 
     return list(chosen.values())
 
 
-def _inaccessible() -> GitHubError:
-    return GitHubError(
+def _inaccessible() -> GithubError:
+    return GithubError(
         422,
         "There is at least one repository that does not exist or is not accessible to the parent installation.",
         TOKEN_DOCS,
@@ -139,9 +139,9 @@ async def create_access_token(
         request_body.get("permissions"),
     )
     if (names is not None and not isinstance(names, list)) or (ids is not None and not isinstance(ids, list)):
-        raise GitHubError(422, "Invalid request.\n\nFor 'properties/repositories', is not an array.", TOKEN_DOCS)
+        raise GithubError(422, "Invalid request.\n\nFor 'properties/repositories', is not an array.", TOKEN_DOCS)
     if permissions is not None and not isinstance(permissions, dict):
-        raise GitHubError(422, "Invalid request.\n\nFor 'properties/permissions', is not an object.", TOKEN_DOCS)
+        raise GithubError(422, "Invalid request.\n\nFor 'properties/permissions', is not an object.", TOKEN_DOCS)
     repositories = _scope(github.installation_repositories(installation), names, ids)
     if permissions is None:
         granted = dict(installation.permissions)
@@ -150,7 +150,7 @@ async def create_access_token(
             if level not in {"read", "write", "admin"} or not permission_allows(
                 installation.permissions.get(name), level
             ):
-                raise GitHubError(422, "The permissions requested are not granted to this installation.", TOKEN_DOCS)
+                raise GithubError(422, "The permissions requested are not granted to this installation.", TOKEN_DOCS)
         granted = dict(permissions)
     selection = "selected" if repositories is not None else installation.repository_selection
     token = github.issue_token(installation, granted, repositories)

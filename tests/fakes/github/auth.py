@@ -15,8 +15,8 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding
 from fastapi import Request
 
-from tests.fakes.github.errors import GitHubError
-from tests.fakes.github.state import App, GitHubState, InstallationToken
+from tests.fakes.github.errors import GithubError
+from tests.fakes.github.state import App, GithubState, InstallationToken
 
 JWT_DOCS = "https://docs.github.com/apps/building-github-apps/authenticating-with-github-apps"
 MAX_JWT_LIFETIME = 600
@@ -25,8 +25,8 @@ CLOCK_DRIFT = 60
 """GitHub tolerates an ``iat`` up to about a minute in the future (clock drift)."""
 
 
-def state(request: Request) -> GitHubState:
-    github: GitHubState = request.app.state.github
+def state(request: Request) -> GithubState:
+    github: GithubState = request.app.state.github
     return github
 
 
@@ -54,43 +54,43 @@ def authenticated_app(request: Request) -> App:
     """The App whose JWT signs this request; 401 with GitHub's messages otherwise."""
     token = _credential(request)
     if token is None:
-        raise GitHubError(401, "Requires authentication", JWT_DOCS)
+        raise GithubError(401, "Requires authentication", JWT_DOCS)
     try:
         header_segment, payload_segment, signature_segment = token.split(".")
         header: dict[str, Any] = json.loads(_b64decode(header_segment))
         claims: dict[str, Any] = json.loads(_b64decode(payload_segment))
         signature = _b64decode(signature_segment)
     except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise GitHubError(401, "A JSON web token could not be decoded", JWT_DOCS) from None
+        raise GithubError(401, "A JSON web token could not be decoded", JWT_DOCS) from None
     if header.get("alg") != "RS256" or not isinstance(claims, dict):
-        raise GitHubError(401, "A JSON web token could not be decoded", JWT_DOCS)
+        raise GithubError(401, "A JSON web token could not be decoded", JWT_DOCS)
     now = int(time.time())
     issued_at, expires = claims.get("iat"), claims.get("exp")
     if not isinstance(issued_at, int) or issued_at > now + CLOCK_DRIFT:
-        raise GitHubError(
+        raise GithubError(
             401,
             "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued",
             JWT_DOCS,
         )
     if not isinstance(expires, int) or expires <= now:
-        raise GitHubError(
+        raise GithubError(
             401,
             "'Expiration time' claim ('exp') must be a numeric value representing the future time at which "
             "the assertion expires",
             JWT_DOCS,
         )
     if expires - now > MAX_JWT_LIFETIME:
-        raise GitHubError(401, "'Expiration time' claim ('exp') is too far in the future", JWT_DOCS)
+        raise GithubError(401, "'Expiration time' claim ('exp') is too far in the future", JWT_DOCS)
     try:
         app = state(request).apps[int(claims.get("iss", ""))]
     except (KeyError, ValueError, TypeError):
-        raise GitHubError(401, "Integration not found", JWT_DOCS) from None
+        raise GithubError(401, "Integration not found", JWT_DOCS) from None
     try:
         app.private_key.public_key().verify(
             signature, f"{header_segment}.{payload_segment}".encode(), padding.PKCS1v15(), hashes.SHA256()
         )
     except InvalidSignature:
-        raise GitHubError(401, "A JSON web token could not be decoded", JWT_DOCS) from None
+        raise GithubError(401, "A JSON web token could not be decoded", JWT_DOCS) from None
     return app
 
 
@@ -98,8 +98,8 @@ def installation_token(request: Request) -> InstallationToken:
     """The live installation token of this request; 401 ``Bad credentials`` otherwise."""
     token = _credential(request)
     if token is None:
-        raise GitHubError(401, "Requires authentication")
+        raise GithubError(401, "Requires authentication")
     issued = state(request).tokens.get(token)
     if issued is None or issued.expired():
-        raise GitHubError(401, "Bad credentials")
+        raise GithubError(401, "Bad credentials")
     return issued

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import Request
 
 from tests.fakes.github.auth import state
-from tests.fakes.github.errors import GitHubError, not_found
+from tests.fakes.github.errors import GithubError, not_found
 from tests.fakes.github.state import App, InstallationToken
 
 
@@ -34,12 +34,12 @@ def require(request: Request, token: InstallationToken, full_name: str, permissi
     if not github.token_allows(token.token, full_name, permission="metadata", level="read"):
         raise not_found(documentation)
     if not github.token_allows(token.token, full_name, permission=permission, level="write"):
-        raise GitHubError(403, "Resource not accessible by integration", documentation)
+        raise GithubError(403, "Resource not accessible by integration", documentation)
 
 
 def body_field(body: dict[str, Any] | None, name: str, documentation: str) -> str:
     """A required string field of a JSON request body; GitHub's 422 when it is absent."""
     value = (body or {}).get(name)
     if not isinstance(value, str) or not value:
-        raise GitHubError(422, f'Invalid request.\n\n"{name}" wasn\'t supplied.', documentation)
+        raise GithubError(422, f'Invalid request.\n\n"{name}" wasn\'t supplied.', documentation)
     return value

@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 from tests.fakes.github.activity import CheckRun, activity_of, now
 from tests.fakes.github.auth import installation_token, state
 from tests.fakes.github.callers import app_of, body_field, require
-from tests.fakes.github.errors import GitHubError, not_found
+from tests.fakes.github.errors import GithubError, not_found
 from tests.fakes.github.state import App, InstallationToken
 
 router = APIRouter()
@@ -27,19 +27,19 @@ CONCLUSIONS = frozenset(
 
 def _validated(body: dict[str, Any], status: str, documentation: str) -> tuple[str, str | None]:
     if status not in STATUSES:
-        raise GitHubError(
+        raise GithubError(
             422, "Invalid request.\n\nFor 'properties/status', is not one of the allowed values.", documentation
         )
     conclusion = body.get("conclusion")
     if conclusion is not None and conclusion not in CONCLUSIONS:
-        raise GitHubError(
+        raise GithubError(
             422, "Invalid request.\n\nFor 'properties/conclusion', is not one of the allowed values.", documentation
         )
     if status == "completed" and conclusion is None:
-        raise GitHubError(422, 'Invalid request.\n\nNo subschema in "anyOf" matched.', documentation)
+        raise GithubError(422, 'Invalid request.\n\nNo subschema in "anyOf" matched.', documentation)
     output = body.get("output")
     if output is not None and (not isinstance(output, dict) or not output.get("title") or not output.get("summary")):
-        raise GitHubError(422, 'Invalid request.\n\n"title", "summary" weren\'t supplied.', documentation)
+        raise GithubError(422, 'Invalid request.\n\n"title", "summary" weren\'t supplied.', documentation)
     return status, conclusion
 
 
@@ -118,7 +118,7 @@ async def update_check_run(
     if run is None or run.repository != full_name.lower():
         raise not_found(UPDATE_DOCS)
     if run.login != f"{app.slug}[bot]":
-        raise GitHubError(
+        raise GithubError(
             403,
             f"Invalid app_id `{app.id}` - check run can only be modified by the GitHub App that created it.",
             UPDATE_DOCS,

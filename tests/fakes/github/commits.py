@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from tests.fakes.github.activity import CheckRun
 from tests.fakes.github.actors import Actor, acting, require_access
 from tests.fakes.github.auth import state
-from tests.fakes.github.errors import GitHubError
+from tests.fakes.github.errors import GithubError
 from tests.fakes.github.history import Commit, history_of
 from tests.fakes.github.pagination import paginate
 
@@ -109,7 +109,7 @@ async def get_commit(
     sha = history.resolve(full_name, ref)
     commit = history.commit(full_name, sha)
     if commit is None:
-        raise GitHubError(422, f"No commit found for SHA: {ref}", COMMIT_DOCS)
+        raise GithubError(422, f"No commit found for SHA: {ref}", COMMIT_DOCS)
     return commit_json(commit, state(request).repository(full_name).full_name, _base(request))
 
 
@@ -121,7 +121,7 @@ async def list_check_runs(
     require_access(request, actor, full_name, "checks", RUNS_DOCS, level="read")
     query = request.query_params
     if query.get("filter", "latest") not in {"latest", "all"}:
-        raise GitHubError(422, "Invalid request.\n\nFor 'filter', is not one of the allowed values.", RUNS_DOCS)
+        raise GithubError(422, "Invalid request.\n\nFor 'filter', is not one of the allowed values.", RUNS_DOCS)
     history = history_of(state(request))
     runs = history.check_runs(full_name, history.resolve(full_name, ref))
     if query.get("filter", "latest") == "latest":

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 DOCS = "https://docs.github.com/rest"
 
 
-class GitHubError(Exception):
+class GithubError(Exception):
     """Raised by a route; rendered as GitHub renders its errors."""
 
     def __init__(self, status: int, message: str, documentation_url: str = DOCS) -> None:
@@ -19,12 +19,12 @@ class GitHubError(Exception):
         self.documentation_url = documentation_url
 
 
-def not_found(documentation_url: str = DOCS) -> GitHubError:
-    return GitHubError(404, "Not Found", documentation_url)
+def not_found(documentation_url: str = DOCS) -> GithubError:
+    return GithubError(404, "Not Found", documentation_url)
 
 
 async def render(request: Request, error: Exception) -> JSONResponse:
-    assert isinstance(error, GitHubError)
+    assert isinstance(error, GithubError)
     return JSONResponse(
         {"message": error.message, "documentation_url": error.documentation_url, "status": str(error.status)},
         status_code=error.status,

@@ -1,6 +1,6 @@
 """The fake GitHub's view of repository history and pull request state that CI and people
 change: branch heads, commits (who authored and committed them), labels, collaborators'
-permissions and pull request mergeability. Kept beside :class:`GitHubState` like
+permissions and pull request mergeability. Kept beside :class:`GithubState` like
 :mod:`tests.fakes.github.activity` and reached with :func:`history_of`.
 
 Tests play CI and people here: they move a branch (``set_branch``, or ``sync_from`` a real
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.fakes.github.activity import CheckRun, activity_of, now
-from tests.fakes.github.state import GitHubState, PullRequest
+from tests.fakes.github.state import GithubState, PullRequest
 
 ROLES = ("admin", "maintain", "write", "triage", "read")
 """Repository roles; the permission endpoint reports maintain as write and triage as read."""
@@ -37,7 +37,7 @@ class Commit:
 
 
 class History:
-    def __init__(self, github: GitHubState) -> None:
+    def __init__(self, github: GithubState) -> None:
         self._github = github
         self.branches: dict[tuple[str, str], str] = {}
         self.commits: dict[tuple[str, str], Commit] = {}
@@ -129,10 +129,10 @@ async def _git(env: dict[str, str], *args: str) -> str:
     return out.decode()
 
 
-_HISTORIES: weakref.WeakKeyDictionary[GitHubState, History] = weakref.WeakKeyDictionary()
+_HISTORIES: weakref.WeakKeyDictionary[GithubState, History] = weakref.WeakKeyDictionary()
 
 
-def history_of(github: GitHubState) -> History:
+def history_of(github: GithubState) -> History:
     """The history state of one fake GitHub."""
     found = _HISTORIES.get(github)
     if found is None:

@@ -1,6 +1,6 @@
 """The fake GitHub's people and sign-in state: user accounts, teams, the OAuth clients of Apps
 (client id and secret, callback URLs), authorization codes, and who the browser is signed in as
-on GitHub. Kept beside :class:`GitHubState` and reached with :func:`identity_of`, as
+on GitHub. Kept beside :class:`GithubState` and reached with :func:`identity_of`, as
 :mod:`tests.fakes.github.activity` is."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import weakref
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from tests.fakes.github.state import App, GitHubState, Installation, Repository, UserToken
+from tests.fakes.github.state import App, GithubState, Installation, Repository, UserToken
 
 CODE_LIFETIME = timedelta(minutes=10)
 """GitHub's authorization codes expire after ten minutes."""
@@ -72,7 +72,7 @@ class Grant:
 
 
 class Identity:
-    def __init__(self, github: GitHubState) -> None:
+    def __init__(self, github: GithubState) -> None:
         self._github = github
         self.users: dict[str, User] = {}
         self.teams: list[Team] = []
@@ -158,10 +158,10 @@ class Identity:
         ]
 
 
-_IDENTITIES: weakref.WeakKeyDictionary[GitHubState, Identity] = weakref.WeakKeyDictionary()
+_IDENTITIES: weakref.WeakKeyDictionary[GithubState, Identity] = weakref.WeakKeyDictionary()
 
 
-def identity_of(github: GitHubState) -> Identity:
+def identity_of(github: GithubState) -> Identity:
     """The people and sign-in state of one fake GitHub."""
     found = _IDENTITIES.get(github)
     if found is None:

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from tests.fakes.github.activity import activity_of
 from tests.fakes.github.actors import Actor, acting, require_access
 from tests.fakes.github.auth import state
-from tests.fakes.github.errors import GitHubError, not_found
+from tests.fakes.github.errors import GithubError, not_found
 from tests.fakes.github.history import history_of
 
 router = APIRouter()
@@ -72,7 +72,7 @@ async def add_labels(
     _issue(request, full_name, number, ADD_DOCS)
     wanted = (body or {}).get("labels")
     if not isinstance(wanted, list) or not all(isinstance(name, str) and name for name in wanted):
-        raise GitHubError(422, "Invalid request.\n\nFor 'properties/labels', is not an array of strings.", ADD_DOCS)
+        raise GithubError(422, "Invalid request.\n\nFor 'properties/labels', is not an array of strings.", ADD_DOCS)
     names = history_of(state(request)).labels.setdefault((full_name.lower(), number), [])
     names += [name for name in wanted if name not in names]
     return JSONResponse(labels_json(request, full_name, number))
@@ -86,6 +86,6 @@ async def remove_label(
     require_access(request, actor, full_name, "issues", REMOVE_DOCS)
     names = history_of(state(request)).labels.get((full_name.lower(), number), [])
     if name not in names:
-        raise GitHubError(404, "Label does not exist", REMOVE_DOCS)
+        raise GithubError(404, "Label does not exist", REMOVE_DOCS)
     names.remove(name)
     return JSONResponse(labels_json(request, full_name, number))

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from tests.fakes.github.activity import activity_of
 from tests.fakes.github.app_tokens import installation_json
 from tests.fakes.github.auth import authenticated_app, installation_token, state
-from tests.fakes.github.errors import GitHubError, not_found
+from tests.fakes.github.errors import GithubError, not_found
 from tests.fakes.github.state import App, InstallationToken
 
 router = APIRouter()
@@ -39,7 +39,7 @@ async def check_membership(
     if installation.account.lower() != org.lower():
         return Response(status_code=302, headers={"Location": f"/orgs/{org}/public_members/{username}"})
     if token.permissions.get("members") not in {"read", "write"}:
-        raise GitHubError(403, "Resource not accessible by integration", MEMBERS_DOCS)
+        raise GithubError(403, "Resource not accessible by integration", MEMBERS_DOCS)
     if username.lower() in activity_of(state(request)).org_members.get(org.lower(), set()):
         return Response(status_code=204)
-    raise GitHubError(404, "User does not exist or is not a member of the organization", MEMBERS_DOCS)
+    raise GithubError(404, "User does not exist or is not a member of the organization", MEMBERS_DOCS)

@@ -23,10 +23,10 @@ from tests.fakes.github.actors import Actor, acting, require_access
 from tests.fakes.github.app_tokens import repository_json
 from tests.fakes.github.auth import state
 from tests.fakes.github.callers import body_field
-from tests.fakes.github.errors import GitHubError, not_found
+from tests.fakes.github.errors import GithubError, not_found
 from tests.fakes.github.history import history_of
 from tests.fakes.github.labels import label_json
-from tests.fakes.github.state import GitHubState, PullRequest
+from tests.fakes.github.state import GithubState, PullRequest
 
 router = APIRouter()
 
@@ -57,7 +57,7 @@ def _exists(pull: PullRequest, documentation: str) -> JSONResponse:
     return _validation_failed(documentation, {"resource": "PullRequest", "code": "custom", "message": message})
 
 
-def pull_json(github: GitHubState, pull: PullRequest, base_url: str) -> dict[str, Any]:
+def pull_json(github: GithubState, pull: PullRequest, base_url: str) -> dict[str, Any]:
     """A pull request in the shape of GitHub's ``pull-request`` object (the fields clients read)."""
     repository = github.repository(pull.repository)
     repo = repository_json(repository, base_url)
@@ -115,11 +115,11 @@ def _base_url(request: Request) -> str:
     return str(request.base_url).rstrip("/")
 
 
-def _open_for_head(github: GitHubState, full_name: str, head_ref: str) -> PullRequest | None:
+def _open_for_head(github: GithubState, full_name: str, head_ref: str) -> PullRequest | None:
     return next((p for p in github.pulls_of(full_name) if p.head_ref == head_ref and p.state == "open"), None)
 
 
-def _next_number(github: GitHubState, full_name: str) -> int:
+def _next_number(github: GithubState, full_name: str) -> int:
     activity = activity_of(github)
     numbers = [number for (repo, number) in activity.issues if repo == full_name.lower()]
     numbers += [pull.number for pull in github.pulls_of(full_name)]
@@ -196,7 +196,7 @@ async def list_pulls(
     return JSONResponse(found[:per_page])
 
 
-def _pull(github: GitHubState, full_name: str, number: int, documentation: str) -> PullRequest:
+def _pull(github: GithubState, full_name: str, number: int, documentation: str) -> PullRequest:
     found = github.pulls.get((full_name.lower(), number))
     if found is None:
         raise not_found(documentation)
@@ -237,7 +237,7 @@ async def update_pull(
     for name in ("title", "body"):
         value = changes.get(name)
         if value is not None and not isinstance(value, str):
-            raise GitHubError(422, f"Invalid request.\n\nFor 'properties/{name}', {value!r} is not a string.")
+            raise GithubError(422, f"Invalid request.\n\nFor 'properties/{name}', {value!r} is not a string.")
     if isinstance(changes.get("title"), str):
         pull.title = changes["title"]
     if isinstance(changes.get("body"), str):

@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 from tests.fakes.github.activity import Reaction, activity_of, now
 from tests.fakes.github.auth import installation_token, state
 from tests.fakes.github.callers import app_of, bot_user, require
-from tests.fakes.github.errors import GitHubError, not_found
+from tests.fakes.github.errors import GithubError, not_found
 from tests.fakes.github.state import InstallationToken
 
 router = APIRouter()
@@ -24,7 +24,7 @@ CONTENTS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocke
 def _react(request: Request, token: InstallationToken, target: str, body: dict[str, Any] | None) -> JSONResponse:
     content = (body or {}).get("content")
     if content not in CONTENTS:
-        raise GitHubError(422, "Invalid request.\n\nFor 'properties/content', is not one of the allowed values.", DOCS)
+        raise GithubError(422, "Invalid request.\n\nFor 'properties/content', is not one of the allowed values.", DOCS)
     activity = activity_of(state(request))
     bot = bot_user(app_of(request, token))
     for existing in activity.reactions_to(target):

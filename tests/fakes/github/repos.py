@@ -1,5 +1,5 @@
 """Repositories: ``GET /repos/{owner}/{repo}``, as the App (installation token) or a user (OAuth
-token). Tests set a repository's ``default_branch`` on :meth:`GitHubState.repository`."""
+token). Tests set a repository's ``default_branch`` on :meth:`GithubState.repository`."""
 
 from __future__ import annotations
 

@@ -30,9 +30,9 @@ from tests.fakes.github.activity import Comment, activity_of, now
 from tests.fakes.github.actors import Actor, acting, require_access
 from tests.fakes.github.auth import state
 from tests.fakes.github.callers import bot_user
-from tests.fakes.github.errors import GitHubError, not_found
+from tests.fakes.github.errors import GithubError, not_found
 from tests.fakes.github.pagination import paginate
-from tests.fakes.github.state import GitHubState, PullRequest
+from tests.fakes.github.state import GithubState, PullRequest
 
 router = APIRouter()
 
@@ -118,7 +118,7 @@ class Thread:
 
 
 class Reviews:
-    def __init__(self, github: GitHubState) -> None:
+    def __init__(self, github: GithubState) -> None:
         self._github = github
         self.files: dict[tuple[str, int], list[PullFile]] = {}
         self.reviews: dict[int, Review] = {}
@@ -144,10 +144,10 @@ class Reviews:
         return comment
 
 
-_REVIEWS: weakref.WeakKeyDictionary[GitHubState, Reviews] = weakref.WeakKeyDictionary()
+_REVIEWS: weakref.WeakKeyDictionary[GithubState, Reviews] = weakref.WeakKeyDictionary()
 
 
-def reviews_of(github: GitHubState) -> Reviews:
+def reviews_of(github: GithubState) -> Reviews:
     """The review state of one fake GitHub."""
     found = _REVIEWS.get(github)
     if found is None:
@@ -155,12 +155,12 @@ def reviews_of(github: GitHubState) -> Reviews:
     return found
 
 
-def set_files(github: GitHubState, full_name: str, number: int, files: list[PullFile]) -> None:
+def set_files(github: GithubState, full_name: str, number: int, files: list[PullFile]) -> None:
     """What ``GET …/pulls/{number}/files`` lists (the pull request's diff against its base)."""
     reviews_of(github).files[(full_name.lower(), number)] = list(files)
 
 
-def merge(github: GitHubState, full_name: str, number: int) -> None:
+def merge(github: GithubState, full_name: str, number: int) -> None:
     """Merge a pull request (closed, with ``merged_at``)."""
     pull = github.pulls[(full_name.lower(), number)]
     pull.state = "closed"
@@ -205,7 +205,7 @@ def files_from_diff(diff: str) -> list[PullFile]:
     return files
 
 
-def _pull(github: GitHubState, full_name: str, number: int, documentation: str) -> PullRequest:
+def _pull(github: GithubState, full_name: str, number: int, documentation: str) -> PullRequest:
     found = github.pulls.get((full_name.lower(), number))
     if found is None:
         raise not_found(documentation)
@@ -322,14 +322,14 @@ class _Unprocessable(Exception):
 
 def _check_comment(files: dict[str, PullFile], comment: Any) -> tuple[str, int, str, int | None, str]:
     if not isinstance(comment, dict):
-        raise GitHubError(422, "Invalid request.\n\nFor 'items', is not an object.", REVIEWS_DOCS)
+        raise GithubError(422, "Invalid request.\n\nFor 'items', is not an object.", REVIEWS_DOCS)
     path, line, body = comment.get("path"), comment.get("line"), comment.get("body")
     side = comment.get("side") or "RIGHT"
     start_line = comment.get("start_line")
     if not isinstance(path, str) or not isinstance(body, str) or not body:
-        raise GitHubError(422, 'Invalid request.\n\n"path" and "body" weren\'t supplied.', REVIEWS_DOCS)
+        raise GithubError(422, 'Invalid request.\n\n"path" and "body" weren\'t supplied.', REVIEWS_DOCS)
     if not isinstance(line, int) or side not in {"LEFT", "RIGHT"}:
-        raise GitHubError(422, 'Invalid request.\n\n"line" wasn\'t supplied.', REVIEWS_DOCS)
+        raise GithubError(422, 'Invalid request.\n\n"line" wasn\'t supplied.', REVIEWS_DOCS)
     changed = files.get(path)
     if changed is None:
         raise _Unprocessable("Path could not be resolved")
@@ -366,7 +366,7 @@ async def create_review(
     body = request_body.get("body") or ""
     comments = request_body.get("comments") or []
     if event is not None and event not in _REVIEW_STATES:
-        raise GitHubError(422, f"Invalid request.\n\n{event!r} is not a valid event.", REVIEWS_DOCS)
+        raise GithubError(422, f"Invalid request.\n\n{event!r} is not a valid event.", REVIEWS_DOCS)
     files = {item.filename: item for item in reviews.files.get((full_name.lower(), number), [])}
     try:
         if event in {"COMMENT", "REQUEST_CHANGES"} and not body and not comments:
@@ -494,12 +494,12 @@ async def graphql(
 
 
 def human_review_comment(
-    github: GitHubState, full_name: str, number: int, body: str, *, login: str, path: str, line: int
+    github: GithubState, full_name: str, number: int, body: str, *, login: str, path: str, line: int
 ) -> Comment:
     """A person's review comment on a line (what the analyzer's bootstrap learns from)."""
     return reviews_of(github).add_comment(full_name, number, body, user=_user(login), path=path, line=line)
 
 
-def bot_of(github: GitHubState) -> dict[str, Any]:
+def bot_of(github: GithubState) -> dict[str, Any]:
     """The first App's bot account."""
     return bot_user(next(iter(github.apps.values())))

@@ -1,5 +1,5 @@
-"""``FakeGitHub``: a test double of GitHub's REST API, served by uvicorn on a free loopback
-port. State lives in memory (:class:`GitHubState`); each area of the API is a router module,
+"""``FakeGithub``: a test double of GitHub's REST API, served by uvicorn on a free loopback
+port. State lives in memory (:class:`GithubState`); each area of the API is a router module,
 listed once in :data:`ROUTERS`."""
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from tests.fakes.github import (
     reviews,
     users,
 )
-from tests.fakes.github.errors import GitHubError, render
-from tests.fakes.github.state import App, GitHubState, Installation, SeenRequest, UserToken
+from tests.fakes.github.errors import GithubError, render
+from tests.fakes.github.state import App, GithubState, Installation, SeenRequest, UserToken
 from tests.fakes.loopback import LoopbackServer
 
 ROUTERS: tuple[ModuleType, ...] = (
@@ -49,10 +49,10 @@ ROUTERS: tuple[ModuleType, ...] = (
 """Every router module of the fake; each exposes ``router``. Add new API areas here."""
 
 
-def create_app(github: GitHubState) -> FastAPI:
+def create_app(github: GithubState) -> FastAPI:
     app = FastAPI(title="Fake GitHub")
     app.state.github = github
-    app.add_exception_handler(GitHubError, render)
+    app.add_exception_handler(GithubError, render)
 
     @app.middleware("http")
     async def record(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -64,12 +64,12 @@ def create_app(github: GitHubState) -> FastAPI:
     return app
 
 
-class FakeGitHub(LoopbackServer):
-    """``async with FakeGitHub() as github:`` serves the fake at ``github.base_url`` (the REST
+class FakeGithub(LoopbackServer):
+    """``async with FakeGithub() as github:`` serves the fake at ``github.base_url`` (the REST
     API root, as ``https://api.github.com`` or ``https://HOST/api/v3`` would be)."""
 
     def __init__(self, *, host: str = "127.0.0.1") -> None:
-        self.state = GitHubState()
+        self.state = GithubState()
         super().__init__(create_app(self.state), host=host)
 
     def create_app(self, slug: str = "drydock") -> App:

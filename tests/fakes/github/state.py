@@ -127,7 +127,7 @@ class SeenRequest:
     authorization: str | None
 
 
-class GitHubState:
+class GithubState:
     """Everything the fake knows. Tests arrange it directly; routers read and change it."""
 
     def __init__(self) -> None:

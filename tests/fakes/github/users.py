@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse
 from tests.fakes.github.activity import activity_of
 from tests.fakes.github.app_tokens import installation_json, repository_json
 from tests.fakes.github.auth import state
-from tests.fakes.github.errors import GitHubError, not_found
+from tests.fakes.github.errors import GithubError, not_found
 from tests.fakes.github.identity import User, identity_of
 from tests.fakes.github.pagination import paginate
 from tests.fakes.github.state import UserToken
@@ -37,17 +37,17 @@ def user_token(request: Request) -> UserToken:
     """The request's user access token; 401 as GitHub answers otherwise, 403 for an installation token."""
     header = request.headers.get("authorization")
     if header is None:
-        raise GitHubError(401, "Requires authentication", USER_DOCS)
+        raise GithubError(401, "Requires authentication", USER_DOCS)
     scheme, _, credential = header.partition(" ")
     github = state(request)
     credential = credential.strip()
     if scheme.lower() not in {"bearer", "token"}:
-        raise GitHubError(401, "Bad credentials", USER_DOCS)
+        raise GithubError(401, "Bad credentials", USER_DOCS)
     if credential in github.tokens:
-        raise GitHubError(403, "Resource not accessible by integration", USER_DOCS)
+        raise GithubError(403, "Resource not accessible by integration", USER_DOCS)
     found = github.user_tokens.get(credential)
     if found is None:
-        raise GitHubError(401, "Bad credentials", USER_DOCS)
+        raise GithubError(401, "Bad credentials", USER_DOCS)
     return found
 
 
@@ -128,7 +128,7 @@ async def organization_membership(
 async def user_installations(request: Request, token: Annotated[UserToken, Depends(user_token)]) -> JSONResponse:
     github, identity = state(request), identity_of(state(request))
     if token.token not in identity.token_clients:
-        raise GitHubError(
+        raise GithubError(
             403,
             "You must authenticate with an access token authorized to a GitHub App in order to list installations",
             INSTALLATIONS_DOCS,
