@@ -60,7 +60,7 @@ from drydock.infra.redis import Keys, connect_redis
 from drydock.roles import Role
 from drydock.threads.fields import OWNER, REPLY_TO, REPOSITORY
 from drydock.threads.metadata import ThreadMetadataStore
-from drydock.threads.pr_records import PullRequestRecord, PullRequestRecords, branch_name
+from drydock.threads.pr_records import PullRequestRecord, PullRequestStore, branch_name
 from tests.e2e.pipeline import settings_environment
 from tests.fakes.github import webhooks
 
@@ -108,7 +108,7 @@ class Repository:
             thread_id, kind=Role.CODER, fields={OWNER: owner, REPLY_TO: reply_to.model_dump_json(), REPOSITORY: REPO}
         )
         record = PullRequestRecord("github.com", REPO, number, thread_id, branch_name(thread_id, "x"))
-        await PullRequestRecords(self.redis, self.keys).record(record)
+        await PullRequestStore(self.redis, self.keys).record(record)
         return number, head_of(number), thread_id
 
 

@@ -48,7 +48,7 @@ from drydock.roles import Role
 from drydock.sandbox.credentials import NoProxy
 from drydock.sandbox.lifecycle import SandboxManager
 from drydock.sandbox.providers.local import LocalProvider
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from drydock.threads import ids
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.tools import web_search
@@ -288,7 +288,7 @@ async def ensure_floor(stage: Stage, count: int) -> list[float]:
     settings = stage.settings.sandbox.model_copy(update={"local_root": str(stage.root / "floor-sandboxes")})
     keys = Keys(prefix="bench-floor")
     redis = stage.runtime.redis
-    records = SandboxRecords(redis, keys, ServerKeys.from_settings(stage.settings.crypto))
+    records = SandboxStore(redis, keys, ServerKeys.from_settings(stage.settings.crypto))
     provider = LocalProvider(settings, records)
     metadata = ThreadMetadataStore(redis, keys)
     thread_id = str(uuid.uuid4())

@@ -29,7 +29,7 @@ from drydock.infra.server_keys import ServerKeys
 from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.providers.kubernetes import KubernetesProvider
 from drydock.sandbox.providers.kubernetes.connection import api_client
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 
 COLD = 10
 WARM_POOL = 3
@@ -164,7 +164,7 @@ async def main() -> None:
         from redis.asyncio import Redis
 
         redis = Redis.from_url(urls.redis, decode_responses=True)
-        records = SandboxRecords(redis, Keys(prefix="bench-pods"), ServerKeys([Fernet.generate_key().decode()]))
+        records = SandboxStore(redis, Keys(prefix="bench-pods"), ServerKeys([Fernet.generate_key().decode()]))
         await _namespace(_settings(kubeconfig))
         cold = KubernetesProvider(_settings(kubeconfig), records)
         warm = KubernetesProvider(

@@ -18,7 +18,7 @@ from cryptography.fernet import Fernet
 
 from bench.harness import Figures, report
 from drydock.accounts import AccountsStore
-from drydock.accounts.models import RepositorySettings
+from drydock.accounts.records import RepositorySettings
 from drydock.config import load_settings
 from drydock.credentials import ProxyCredentials
 from drydock.embedded import embedded_infrastructure

@@ -38,7 +38,7 @@ from drydock.sandbox.handle import SandboxHandle
 from drydock.sandbox.lifecycle import SandboxManager
 from drydock.sandbox.providers import bubblewrap
 from drydock.sandbox.providers.local import LocalProvider
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from drydock.threads.metadata import ThreadMetadataStore
 
 EXEC_ROUNDS = 3
@@ -115,7 +115,7 @@ async def main() -> None:
         )
         redis = await connect_redis(settings.redis)
         keys = Keys(prefix=f"bench-{uuid.uuid4().hex[:8]}")
-        records = SandboxRecords(redis, keys, ServerKeys.from_settings(settings.crypto))
+        records = SandboxStore(redis, keys, ServerKeys.from_settings(settings.crypto))
         with tempfile.TemporaryDirectory(prefix="drydock-bench-") as root:
             for bubblewrap in (True, False):
                 sandbox_settings = SandboxSettings(

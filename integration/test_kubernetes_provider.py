@@ -39,7 +39,7 @@ from drydock.infra.server_keys import ServerKeys
 from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.providers.kubernetes import KubernetesProvider
 from drydock.sandbox.providers.kubernetes.connection import api_client
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from tests.sandbox.provider_contract import ProviderContract
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,13 +160,13 @@ async def namespace(cluster: Cluster) -> str:
 class TestKubernetesProviderContract(ProviderContract):
     @pytest.fixture(scope="class")
     @classmethod
-    def class_records(cls, redis: Redis, server_keys: ServerKeys) -> SandboxRecords:
-        return SandboxRecords(redis, Keys(prefix=f"k8s-{uuid.uuid4().hex[:8]}"), server_keys)
+    def class_records(cls, redis: Redis, server_keys: ServerKeys) -> SandboxStore:
+        return SandboxStore(redis, Keys(prefix=f"k8s-{uuid.uuid4().hex[:8]}"), server_keys)
 
     @pytest.fixture(scope="class")
     @classmethod
     async def provider(
-        cls, cluster: Cluster, namespace: str, class_records: SandboxRecords
+        cls, cluster: Cluster, namespace: str, class_records: SandboxStore
     ) -> AsyncIterator[KubernetesProvider]:
         provider = KubernetesProvider(settings_for(cluster), class_records)
         yield provider
@@ -177,7 +177,7 @@ class TestKubernetesProviderContract(ProviderContract):
     @pytest.fixture(scope="class")
     @classmethod
     async def other_provider(
-        cls, cluster: Cluster, namespace: str, class_records: SandboxRecords
+        cls, cluster: Cluster, namespace: str, class_records: SandboxStore
     ) -> AsyncIterator[KubernetesProvider]:
         provider = KubernetesProvider(settings_for(cluster), class_records)
         yield provider
@@ -188,7 +188,7 @@ class TestWarmPoolOnACluster:
     async def test_a_claimed_pool_pod_serves_its_thread(
         self, cluster: Cluster, namespace: str, redis: Redis, server_keys: ServerKeys
     ) -> None:
-        records = SandboxRecords(redis, Keys(prefix=f"k8s-pool-{uuid.uuid4().hex[:8]}"), server_keys)
+        records = SandboxStore(redis, Keys(prefix=f"k8s-pool-{uuid.uuid4().hex[:8]}"), server_keys)
         provider = KubernetesProvider(
             settings_for(cluster, warm_pool_size=1, warm_pool_refill_interval=timedelta(hours=1)), records
         )

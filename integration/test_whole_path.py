@@ -26,7 +26,7 @@ import pytest
 
 from drydock.accounts import RepositorySettings
 from drydock.threads import ids
-from drydock.threads.pr_records import PullRequestRecords, branch_name
+from drydock.threads.pr_records import PullRequestStore, branch_name
 from integration.cluster.release import ClusterUnavailable, Release, kubectl
 from integration.cluster.whole_path import MEMBER, ORG, REPOSITORY, ClusterStage, cluster_stage, eventually
 from tests.fakes.git_server import git, isolated_git_env
@@ -103,7 +103,7 @@ class TestWholePathOnPods:
 
         pulls = stage.github.state.pulls_of(REPOSITORY)
         assert [(pull.head_ref, pull.base_ref, pull.title) for pull in pulls] == [(FIX_BRANCH, "main", "Fix add()")]
-        record = await PullRequestRecords(stage.runtime.redis, stage.runtime.keys).find(
+        record = await PullRequestStore(stage.runtime.redis, stage.runtime.keys).find(
             "github.com", REPOSITORY, pulls[0].number
         )
         assert record is not None

@@ -21,7 +21,7 @@ from drydock.infra.redis import Keys
 from drydock.infra.server_keys import ServerKeys
 from drydock.sandbox.providers.local import DIRECTORY_LABEL, PID_LABEL, LocalProvider
 from drydock.sandbox.providers.local_processes import is_running
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from tests.infra.test_embedded import alive, server_pids, wait_gone
 
 
@@ -90,7 +90,7 @@ class TestDev:
             # of its ephemeral store.
             provider = LocalProvider(
                 SandboxSettings(local_root=str(root), local_bubblewrap=False, local_allow_unisolated=True),
-                SandboxRecords(redis, keys, server_keys),
+                SandboxStore(redis, keys, server_keys),
             )
             sandbox = await provider.create(str(uuid.uuid4()))
             await provider.aclose()
@@ -102,7 +102,7 @@ class TestDev:
             assert "stopped 1 sandbox(es)" in rest.decode()
             assert not is_running(int(sandbox.labels[PID_LABEL]), sandbox.labels[DIRECTORY_LABEL])
             assert not (root / sandbox.id).exists()
-            await SandboxRecords(redis, keys, server_keys).remove(sandbox.id)
+            await SandboxStore(redis, keys, server_keys).remove(sandbox.id)
             assert await wait_gone(pids, within=5) == []
             assert not any(alive(pid) for pid in pids)
         finally:

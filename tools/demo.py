@@ -24,7 +24,7 @@ import uvloop
 from drydock.bus import EventType, RunEvent, subjects
 from drydock.bus.streams import EVENTS_STREAM
 from drydock.threads import ids
-from drydock.threads.pr_records import PullRequestRecords
+from drydock.threads.pr_records import PullRequestStore
 from services.dashboard.auth.dev_links import create_dev_link
 from tests.e2e.pipeline import ORG, REPOSITORY, Stage, pipeline
 from tests.e2e.test_github_issue import BRANCH, ISSUE, fix_script, mention
@@ -122,7 +122,7 @@ async def demo(root: Path, *, dashboard: bool = False) -> int:
             return 1
         pulls = stage.github.state.pulls_of(REPOSITORY)
         record = (
-            await PullRequestRecords(stage.runtime.redis, stage.runtime.keys).find(
+            await PullRequestStore(stage.runtime.redis, stage.runtime.keys).find(
                 "github.com", REPOSITORY, pulls[0].number
             )
             if pulls

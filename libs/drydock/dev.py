@@ -37,7 +37,7 @@ from drydock.errors import describe, without_password
 from drydock.infra.server_keys import ServerKeys
 from drydock.runtime import Runtime, open_runtime
 from drydock.sandbox.providers.local import LocalProvider
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from drydock.telemetry.logging import summarize_configuration_gaps
 
 READY_WITHIN = 180.0
@@ -87,7 +87,7 @@ async def stop_sandboxes(runtime: Runtime) -> None:
     """Delete every local sandbox of the configured root, recorded or not."""
     if runtime.settings.sandbox.provider != "local":
         return
-    records = SandboxRecords(runtime.redis, runtime.keys, ServerKeys.from_settings(runtime.settings.crypto))
+    records = SandboxStore(runtime.redis, runtime.keys, ServerKeys.from_settings(runtime.settings.crypto))
     provider = LocalProvider(runtime.settings.sandbox, records)
     try:
         handles = await provider.list()

@@ -29,7 +29,7 @@ from aiohttp import web
 from pathspec import PathSpec
 from yarl import URL
 
-from drydock.accounts.models import DEFAULT_PROTECTED_PATHS, UserProfile
+from drydock.accounts.records import DEFAULT_PROTECTED_PATHS, UserProfile
 from drydock.bus import BusUnavailable, EventType, RunEvent
 from drydock.channels.errors import ChannelNotConfigured
 from drydock.credentials import Grant

@@ -19,11 +19,11 @@ from drydock.models import ModelCatalog
 from drydock.review.analysis import AnalysisProgress, request_analysis
 from drydock.review.guidelines import GuidelinesStore
 from drydock.runtime import Runtime
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from drydock.threads.approvals import Approvals
 from drydock.threads.index import ThreadIndex
 from drydock.threads.metadata import ThreadMetadataStore
-from drydock.threads.pr_records import PullRequestRecords
+from drydock.threads.pr_records import PullRequestStore
 from drydock.threads.states import ThreadStates
 from drydock.threads.stops import StopRequests
 from services.dashboard.auth.access import RepositoryAccess
@@ -49,8 +49,8 @@ class Dashboard:
     states: ThreadStates
     stops: StopRequests
     approvals: Approvals
-    records: PullRequestRecords
-    sandboxes: SandboxRecords
+    records: PullRequestStore
+    sandboxes: SandboxStore
     sessions: SessionStore
     logins: LoginAttempts
     access: RepositoryAccess
@@ -124,8 +124,8 @@ class Dashboard:
             states=ThreadStates(redis, keys),
             stops=StopRequests(redis, keys),
             approvals=Approvals(redis, keys, server_keys),
-            records=PullRequestRecords(redis, keys),
-            sandboxes=SandboxRecords(redis, keys, server_keys),
+            records=PullRequestStore(redis, keys),
+            sandboxes=SandboxStore(redis, keys, server_keys),
             sessions=sessions,
             logins=LoginAttempts(redis, keys),
             access=access,

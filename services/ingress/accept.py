@@ -24,7 +24,7 @@ from drydock.infra.redis import BatchConnections, redis_client
 from drydock.model_catalog import ModelCatalog
 from drydock.runtime import Runtime
 from drydock.threads.metadata import ThreadMetadataStore
-from drydock.threads.pr_records import PullRequestRecords
+from drydock.threads.pr_records import PullRequestStore
 from services.ingress import routing
 from services.ingress.authorize import Authorizer
 from services.ingress.dedup import ClaimResult, Deliveries
@@ -90,7 +90,7 @@ class Ingress:
             write_timeout=settings.ingress.accept_timeout,
         )
         self.accounts = AccountsStore(redis, runtime.keys, host=settings.github.host)
-        self.records = PullRequestRecords(redis, runtime.keys)
+        self.records = PullRequestStore(redis, runtime.keys)
         membership = MembershipCache(
             redis, runtime.keys, host=settings.github.host, ttl=settings.ingress.org_membership_ttl
         )

@@ -24,14 +24,14 @@ from drydock.errors import describe
 from drydock.infra.redis import Batch, BatchConnections
 from drydock.threads.inbox import Inbox
 from drydock.threads.metadata import ThreadMetadataStore
-from drydock.threads.pr_records import PullRequestRecords
+from drydock.threads.pr_records import PullRequestStore
 from services.ingress.errors import Rejected, Unavailable
 from services.ingress.routing import Publish, Route
 
 
 class Dispatcher:
     def __init__(
-        self, bus: Bus, metadata: ThreadMetadataStore, records: PullRequestRecords, batches: BatchConnections
+        self, bus: Bus, metadata: ThreadMetadataStore, records: PullRequestStore, batches: BatchConnections
     ) -> None:
         self._bus = bus
         self._inbox = Inbox(bus)

@@ -12,7 +12,7 @@ from typing import Any
 from drydock.accounts import AccountsStore, Provider, RepositorySettings, TeamDefaults
 from drydock.infra.redis import Batch, BatchConnections, Keys, Queue
 from drydock.threads.metadata import KnownThread, ThreadMetadataStore
-from drydock.threads.pr_records import PullRequestRecords
+from drydock.threads.pr_records import PullRequestStore
 from services.ingress.dedup import ClaimResult, Deliveries, claim_result
 
 # Parsed once per distinct stored JSON: the records are frozen, and a changed setting is a new
@@ -51,7 +51,7 @@ class LookupBatch:
         keys: Keys,
         deliveries: Deliveries,
         accounts: AccountsStore,
-        records: PullRequestRecords,
+        records: PullRequestStore,
         metadata: ThreadMetadataStore,
     ) -> None:
         self._batches = batches

@@ -30,7 +30,7 @@ from drydock.roles import Role
 from drydock.threads import Inbox
 from drydock.threads.fields import OWNER, REPLY_TO, REPOSITORY
 from drydock.threads.metadata import ThreadMetadataStore
-from drydock.threads.pr_records import PullRequestRecord, PullRequestRecords, branch_name
+from drydock.threads.pr_records import PullRequestRecord, PullRequestStore, branch_name
 from tests.fakes.github import App, FakeGithub, Installation
 from tests.fakes.github import webhooks as hooks
 from tests.fakes.github.activity import activity_of
@@ -136,7 +136,7 @@ class World:
             fields={OWNER: owner or "", REPLY_TO: reply_to.model_dump_json(), REPOSITORY: REPO},
         )
         record = PullRequestRecord(HOST, REPO, number, thread_id, branch, created_at=datetime.now(UTC))
-        await PullRequestRecords(self.redis, self.keys).record(record)
+        await PullRequestStore(self.redis, self.keys).record(record)
         if owner is not None:
             await self.accounts.save_profile(UserProfile(user_id=owner, autofix=owner_flag))
         await self.accounts.save_repository(RepositorySettings(full_name=REPO, autofix=repository_flag))

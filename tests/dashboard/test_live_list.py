@@ -14,7 +14,7 @@ import pytest
 
 from drydock.bus import EventType
 from drydock.roles import Role
-from drydock.threads.pr_records import PullRequestRecord, PullRequestRecords
+from drydock.threads.pr_records import PullRequestRecord, PullRequestStore
 from tests.dashboard.conftest import Person, Site
 from tests.fakes.loopback import LoopbackServer
 
@@ -82,7 +82,7 @@ class TestColumns:
         thread_id = await site.thread(str(uuid.uuid4()), owner="gh-2")
         await site.emit(thread_id, EventType.STARTED)
         await site.emit(thread_id, EventType.COMPLETED, summary="done")
-        await PullRequestRecords(site.runtime.redis, site.runtime.keys).record(
+        await PullRequestStore(site.runtime.redis, site.runtime.keys).record(
             PullRequestRecord(host="github.com", repository="acme/widgets", number=12, thread_id=thread_id, branch="b")
         )
         bob = await site.session("gh-2", "bob")

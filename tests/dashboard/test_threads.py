@@ -16,10 +16,10 @@ from drydock.bus.streams import RUNS_STREAM
 from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role
 from drydock.sandbox.handle import SandboxHandle
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from drydock.threads import Inbox
 from drydock.threads.fields import SANDBOX_ID, ThreadState
-from drydock.threads.pr_records import PullRequestRecord, PullRequestRecords
+from drydock.threads.pr_records import PullRequestRecord, PullRequestStore
 from drydock.threads.stops import StopRequests
 from tests.dashboard.conftest import Site, SiteFactory
 from tests.fakes.github import FakeGithub
@@ -184,10 +184,10 @@ class TestDetail:
             text="Fixing it.",
         )
         await site.emit(thread_id, EventType.COMPLETED, summary="Fixed add().")
-        await PullRequestRecords(site.runtime.redis, site.runtime.keys).record(
+        await PullRequestStore(site.runtime.redis, site.runtime.keys).record(
             PullRequestRecord("github.com", "acme/widgets", 12, thread_id, "drydock/fix-add")
         )
-        records = SandboxRecords(site.runtime.redis, site.runtime.keys, ServerKeys.from_settings(site.settings.crypto))
+        records = SandboxStore(site.runtime.redis, site.runtime.keys, ServerKeys.from_settings(site.settings.crypto))
         handle = SandboxHandle(
             id="sbx-1", provider="local", thread_id=thread_id, base_url="http://127.0.0.1:1",
             token=records.daemon_token("sbx-1"), workspace="/w", created_at=datetime.now(UTC), isolation="bubblewrap",
@@ -239,7 +239,7 @@ class TestPullRequestChecks:
                 github={"api_url": github.base_url, "app_id": app.id, "private_key": app.private_key_pem}
             )
             thread_id = await site.thread(new_id(), owner="gh-2")
-            records = PullRequestRecords(site.runtime.redis, site.runtime.keys)
+            records = PullRequestStore(site.runtime.redis, site.runtime.keys)
             await records.record(PullRequestRecord("github.com", "acme/widgets", 12, thread_id, "drydock/fix-add"))
             head = "c0ffee" * 6 + "c0fe"
             github.state.pulls[("acme/widgets", 12)] = PullRequest(

@@ -37,9 +37,9 @@ from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role
 from drydock.runtime import Runtime, open_runtime
 from drydock.sandbox.providers import create_provider
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from drydock.threads import Inbox
-from drydock.threads.pr_records import PullRequestRecords
+from drydock.threads.pr_records import PullRequestStore
 from drydock.worker.agent_worker import agent_worker
 from drydock.worker.role_spec import RoleSpec
 from drydock.worker.roles import analyzer, coder, reviewer
@@ -134,8 +134,8 @@ class Stage:
         return AccountsStore(self.runtime.redis, self.runtime.keys, host=self.settings.github.host)
 
     @property
-    def records(self) -> PullRequestRecords:
-        return PullRequestRecords(self.runtime.redis, self.runtime.keys)
+    def records(self) -> PullRequestStore:
+        return PullRequestStore(self.runtime.redis, self.runtime.keys)
 
     async def deliver_github(self, event: str, payload: dict[str, Any]) -> httpx.Response:
         request = signing.github(GITHUB_SECRET, event, payload)
@@ -337,7 +337,7 @@ def sandbox_processes(root: Path) -> list[int]:
 
 async def _delete_sandboxes(runtime: Runtime) -> None:
     provider = create_provider(
-        runtime.settings, SandboxRecords(runtime.redis, runtime.keys, ServerKeys.from_settings(runtime.settings.crypto))
+        runtime.settings, SandboxStore(runtime.redis, runtime.keys, ServerKeys.from_settings(runtime.settings.crypto))
     )
     try:
         await asyncio.gather(*(provider.delete(handle.id) for handle in await provider.list()))

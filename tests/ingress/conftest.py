@@ -25,7 +25,7 @@ from drydock.roles import Role
 from drydock.runtime import Runtime
 from drydock.threads.inbox import Inbox
 from drydock.threads.metadata import ThreadMetadataStore
-from drydock.threads.pr_records import PullRequestRecords
+from drydock.threads.pr_records import PullRequestStore
 from services.ingress.accept import Ingress
 from services.ingress.webhooks import webhook_router
 from tests.fakes.loopback import LoopbackServer
@@ -65,7 +65,7 @@ class RunningIngress:
     bus: Bus
     keys: Keys
     accounts: AccountsStore
-    records: PullRequestRecords
+    records: PullRequestStore
     metadata: ThreadMetadataStore
 
     async def send(self, request: SignedRequest) -> httpx.Response:
@@ -121,7 +121,7 @@ def start_ingress(settings: Settings, nats_client: Any, bus: Bus, redis: Any, ke
                 bus,
                 keys,
                 AccountsStore(redis, keys, host=HOST),
-                PullRequestRecords(redis, keys),
+                PullRequestStore(redis, keys),
                 ThreadMetadataStore(redis, keys),
             )
         await ingress.aclose()

@@ -23,7 +23,7 @@ from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role
 from drydock.sandbox.providers.local import LocalProvider
 from drydock.sandbox.proxy_sockets import REVERSE_SOCKET, prepare_socket_directory
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from drydock.threads.metadata import ThreadMetadataStore
 
 
@@ -133,13 +133,13 @@ def sandbox_settings(sandbox_root: Path) -> SandboxSettings:
 
 
 @pytest.fixture
-def records(redis: Redis, keys: Keys, server_keys: ServerKeys) -> SandboxRecords:
-    return SandboxRecords(redis, keys, server_keys)
+def records(redis: Redis, keys: Keys, server_keys: ServerKeys) -> SandboxStore:
+    return SandboxStore(redis, keys, server_keys)
 
 
 @pytest.fixture
 async def local_provider(
-    bwrap: str, sandbox_settings: SandboxSettings, records: SandboxRecords
+    bwrap: str, sandbox_settings: SandboxSettings, records: SandboxStore
 ) -> AsyncIterator[LocalProvider]:
     """A local (bubblewrap) provider whose sandboxes are all deleted after the test."""
     provider = LocalProvider(sandbox_settings, records)

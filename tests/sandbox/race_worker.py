@@ -21,7 +21,7 @@ from drydock.sandbox.credentials import NoProxy
 from drydock.sandbox.handle import SandboxHandle
 from drydock.sandbox.lifecycle import SandboxManager
 from drydock.sandbox.providers.local import LocalProvider
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from drydock.threads.metadata import ThreadMetadataStore
 
 
@@ -37,7 +37,7 @@ async def main(url: str, prefix: str, thread_id: str, raw_settings: str, go_key:
     redis = Redis.from_url(url, decode_responses=True)
     keys = Keys(prefix)
     settings = SandboxSettings.model_validate_json(raw_settings)
-    records = SandboxRecords(redis, keys, ServerKeys([crypto_key]))
+    records = SandboxStore(redis, keys, ServerKeys([crypto_key]))
     provider = CountingProvider(settings, records)
     manager = SandboxManager(
         provider=provider,

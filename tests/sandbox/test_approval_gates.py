@@ -20,7 +20,7 @@ from nats.aio.client import Client as NatsClient
 from redis.asyncio import Redis
 
 from drydock.accounts import AccountsStore
-from drydock.accounts.models import RepositorySettings
+from drydock.accounts.records import RepositorySettings
 from drydock.bus import Bus, EventType, RunEvent
 from drydock.bus.envelopes import Channel, ReplyAddress
 from drydock.bus.streams import EVENTS_STREAM
@@ -34,7 +34,7 @@ from drydock.runtime import Runtime
 from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.lifecycle import SandboxManager
 from drydock.sandbox.providers.local import LocalProvider
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from drydock.threads.approvals import Approvals
 from drydock.threads.metadata import ThreadMetadataStore
 from services.credential_proxy.server import Listening, serving
@@ -104,7 +104,7 @@ async def proxy(
 async def manager(
     proxy: tuple[Settings, Listening],
     sandbox_settings: SandboxSettings,
-    records: SandboxRecords,
+    records: SandboxStore,
     metadata: ThreadMetadataStore,
     redis: Redis,
     keys: Keys,

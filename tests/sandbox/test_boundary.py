@@ -32,7 +32,7 @@ from drydock.runtime import Runtime
 from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.lifecycle import SandboxManager
 from drydock.sandbox.providers.local import DIRECTORY_LABEL, LocalProvider
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from drydock.threads.metadata import ThreadMetadataStore
 from services.credential_proxy.server import Listening, serving
 from tests.fakes.git_server import GitServer, git, isolated_git_env
@@ -125,7 +125,7 @@ async def proxy(
 async def manager(
     proxy: tuple[Settings, Listening],
     sandbox_settings: SandboxSettings,
-    records: SandboxRecords,
+    records: SandboxStore,
     metadata: ThreadMetadataStore,
     redis: Redis,
     keys: Keys,

@@ -25,7 +25,7 @@ from drydock.sandbox.errors import SandboxCreationFailed, SandboxUnavailable
 from drydock.sandbox.handle import SandboxHandle
 from drydock.sandbox.lifecycle import SandboxManager, SandboxSetupFailed, SnapshotRestorer
 from drydock.sandbox.providers.local import LocalProvider
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from drydock.sandbox.sentinel import CreationSentinel
 from drydock.sandbox.snapshots import SnapshotStore
 from drydock.threads.fields import SANDBOX_ID
@@ -71,7 +71,7 @@ def ledger() -> GrantLedger:
 @pytest.fixture
 async def make_manager(
     local_provider: LocalProvider,
-    records: SandboxRecords,
+    records: SandboxStore,
     metadata: ThreadMetadataStore,
     redis: Redis,
     keys: Keys,
@@ -110,7 +110,7 @@ async def sandbox_field(metadata: ThreadMetadataStore, thread_id: str) -> str | 
     return (await metadata.get(thread_id)).sandbox_id
 
 
-async def thread_sandboxes(records: SandboxRecords, thread_id: str) -> list[str]:
+async def thread_sandboxes(records: SandboxStore, thread_id: str) -> list[str]:
     return [handle.id for handle in await records.all() if handle.thread_id == thread_id]
 
 
@@ -138,7 +138,7 @@ class TestEnsureSandbox:
         assert await git_identity(backend) == "Drydock\ndrydock@users.noreply.github.com\n"
 
     async def test_a_cached_healthy_sandbox_is_reused_and_its_grant_refreshed(
-        self, make_manager: ManagerFactory, coder_thread: str, records: SandboxRecords, ledger: GrantLedger
+        self, make_manager: ManagerFactory, coder_thread: str, records: SandboxStore, ledger: GrantLedger
     ) -> None:
         manager = make_manager()
         first = await manager.ensure_sandbox(coder_thread)
@@ -168,7 +168,7 @@ class TestEnsureSandbox:
         make_manager: ManagerFactory,
         coder_thread: str,
         metadata: ThreadMetadataStore,
-        records: SandboxRecords,
+        records: SandboxStore,
         ledger: GrantLedger,
     ) -> None:
         restorer = RecordingRestorer()
@@ -213,7 +213,7 @@ class TestEnsureSandbox:
         make_manager: ManagerFactory,
         coder_thread: str,
         metadata: ThreadMetadataStore,
-        records: SandboxRecords,
+        records: SandboxStore,
         sandbox_settings: SandboxSettings,
     ) -> None:
         slow = SlowProvider(sandbox_settings, records)
@@ -235,7 +235,7 @@ class TestEnsureSandbox:
         self,
         make_manager: ManagerFactory,
         coder_thread: str,
-        records: SandboxRecords,
+        records: SandboxStore,
         ledger: GrantLedger,
     ) -> None:
         restorer = RecordingRestorer()
@@ -251,7 +251,7 @@ class TestEnsureSandbox:
         assert len(restorer.calls) == 1
 
     async def test_a_recorded_sandbox_that_is_gone_is_recreated(
-        self, make_manager: ManagerFactory, coder_thread: str, metadata: ThreadMetadataStore, records: SandboxRecords
+        self, make_manager: ManagerFactory, coder_thread: str, metadata: ThreadMetadataStore, records: SandboxStore
     ) -> None:
         restorer = RecordingRestorer()
         first = await make_manager().ensure_sandbox(coder_thread)
@@ -291,7 +291,7 @@ class TestEnsureSandbox:
         make_manager: ManagerFactory,
         coder_thread: str,
         metadata: ThreadMetadataStore,
-        records: SandboxRecords,
+        records: SandboxStore,
         sandbox_settings: SandboxSettings,
     ) -> None:
         broken = make_manager(provider=LocalProvider(sandbox_settings, records, python="/nonexistent/python3"))
@@ -305,7 +305,7 @@ class TestEnsureSandbox:
         assert await working.failures.count(coder_thread) == 0
 
     async def test_a_failed_restore_leaves_no_empty_sandbox_behind(
-        self, make_manager: ManagerFactory, coder_thread: str, metadata: ThreadMetadataStore, records: SandboxRecords
+        self, make_manager: ManagerFactory, coder_thread: str, metadata: ThreadMetadataStore, records: SandboxStore
     ) -> None:
         manager = make_manager(snapshots=RecordingRestorer(fail=True))
         with pytest.raises(RuntimeError, match="damaged"):
@@ -360,7 +360,7 @@ class TestReaper:
         make_manager: ManagerFactory,
         coder_thread: str,
         metadata: ThreadMetadataStore,
-        records: SandboxRecords,
+        records: SandboxStore,
         sandbox_settings: SandboxSettings,
     ) -> None:
         manager = make_manager()
@@ -378,7 +378,7 @@ class TestReaper:
         make_manager: ManagerFactory,
         coder_thread: str,
         local_provider: LocalProvider,
-        records: SandboxRecords,
+        records: SandboxStore,
         sandbox_settings: SandboxSettings,
     ) -> None:
         manager = make_manager()
@@ -400,7 +400,7 @@ async def test_two_worker_processes_racing_for_one_thread_create_exactly_one_san
     redis: Redis,
     coder_thread: str,
     sandbox_settings: SandboxSettings,
-    records: SandboxRecords,
+    records: SandboxStore,
     local_provider: LocalProvider,
     crypto_key: str,
 ) -> None:

@@ -25,7 +25,7 @@ from drydock.sandbox.errors import SandboxCreationFailed
 from drydock.sandbox.handle import Isolation
 from drydock.sandbox.providers.local import DIRECTORY_LABEL, PID_LABEL, LocalProvider
 from drydock.sandbox.reaper import reap
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from drydock.threads.metadata import ThreadMetadataStore
 from tests.sandbox.conftest import own_root
 from tests.sandbox.provider_contract import ProviderContract
@@ -39,8 +39,8 @@ class TestLocalProviderUnisolated(ProviderContract):
 
     @pytest.fixture(scope="class")
     @classmethod
-    def class_records(cls, redis: Redis, server_keys: ServerKeys) -> SandboxRecords:
-        return SandboxRecords(redis, Keys(prefix=f"test-{uuid.uuid4().hex[:8]}"), server_keys)
+    def class_records(cls, redis: Redis, server_keys: ServerKeys) -> SandboxStore:
+        return SandboxStore(redis, Keys(prefix=f"test-{uuid.uuid4().hex[:8]}"), server_keys)
 
     @pytest.fixture(scope="class")
     @classmethod
@@ -49,7 +49,7 @@ class TestLocalProviderUnisolated(ProviderContract):
 
     @pytest.fixture(scope="class")
     @classmethod
-    async def provider(cls, class_root: Path, class_records: SandboxRecords) -> AsyncIterator[LocalProvider]:
+    async def provider(cls, class_root: Path, class_records: SandboxStore) -> AsyncIterator[LocalProvider]:
         settings = SandboxSettings(
             local_root=str(class_root), local_bubblewrap=cls.bubblewrap, local_allow_unisolated=not cls.bubblewrap
         )
@@ -61,7 +61,7 @@ class TestLocalProviderUnisolated(ProviderContract):
 
     @pytest.fixture(scope="class")
     @classmethod
-    def other_provider(cls, class_root: Path, class_records: SandboxRecords) -> LocalProvider:
+    def other_provider(cls, class_root: Path, class_records: SandboxStore) -> LocalProvider:
         settings = SandboxSettings(
             local_root=str(class_root), local_bubblewrap=cls.bubblewrap, local_allow_unisolated=not cls.bubblewrap
         )
@@ -123,7 +123,7 @@ class TestAnUnisolatedSandbox:
     async def test_is_refused_when_bubblewrap_is_missing(
         self,
         sandbox_settings: SandboxSettings,
-        records: SandboxRecords,
+        records: SandboxStore,
         monkeypatch: pytest.MonkeyPatch,
         tmp_path: Path,
     ) -> None:
@@ -138,7 +138,7 @@ class TestAnUnisolatedSandbox:
         assert await records.all() == []
 
     async def test_is_refused_when_bubblewrap_is_off(
-        self, sandbox_settings: SandboxSettings, records: SandboxRecords
+        self, sandbox_settings: SandboxSettings, records: SandboxStore
     ) -> None:
         provider = LocalProvider(sandbox_settings.model_copy(update={"local_bubblewrap": False}), records)
         with pytest.raises(SandboxCreationFailed, match=r"LOCAL_BUBBLEWRAP is off.*LOCAL_ALLOW_UNISOLATED=true"):
@@ -146,7 +146,7 @@ class TestAnUnisolatedSandbox:
         assert await records.all() == []
 
     async def test_is_refused_when_the_proxy_is_not_on_loopback(
-        self, bwrap: str, sandbox_settings: SandboxSettings, records: SandboxRecords
+        self, bwrap: str, sandbox_settings: SandboxSettings, records: SandboxStore
     ) -> None:
         proxy = CredentialProxySettings(url="http://proxy.internal:8081")
         provider = LocalProvider(sandbox_settings, records, proxy=proxy)
@@ -155,7 +155,7 @@ class TestAnUnisolatedSandbox:
 
 
 async def test_an_accepted_unisolated_sandbox_is_reported(
-    sandbox_settings: SandboxSettings, records: SandboxRecords
+    sandbox_settings: SandboxSettings, records: SandboxStore
 ) -> None:
     provider = LocalProvider(
         sandbox_settings.model_copy(update={"local_bubblewrap": False, "local_allow_unisolated": True}), records
@@ -173,7 +173,7 @@ async def test_an_accepted_unisolated_sandbox_is_reported(
 
 
 async def test_bubblewrap_hides_the_host(
-    bwrap: str, sandbox_settings: SandboxSettings, records: SandboxRecords, tmp_path: Path
+    bwrap: str, sandbox_settings: SandboxSettings, records: SandboxStore, tmp_path: Path
 ) -> None:
     host_file = tmp_path / "host-only.txt"
     host_file.write_text("host")
@@ -204,12 +204,12 @@ async def test_a_sandbox_outlives_the_process_that_created_it(
         "from drydock.infra.redis import Keys\n"
         "from drydock.infra.server_keys import ServerKeys\n"
         "from drydock.sandbox.providers.local import LocalProvider\n"
-        "from drydock.sandbox.records import SandboxRecords\n"
+        "from drydock.sandbox.records import SandboxStore\n"
         "from redis.asyncio import Redis\n"
         "async def main():\n"
         "    redis = Redis.from_url(sys.argv[1], decode_responses=True)\n"
         "    settings = SandboxSettings.model_validate_json(sys.argv[3])\n"
-        "    provider = LocalProvider(settings, SandboxRecords(redis, Keys(sys.argv[2]), ServerKeys([sys.argv[4]])))\n"
+        "    provider = LocalProvider(settings, SandboxStore(redis, Keys(sys.argv[2]), ServerKeys([sys.argv[4]])))\n"
         "    print((await provider.create('outliving')).id)\n"
         "    await redis.aclose()\n"
         "asyncio.run(main())\n"
@@ -249,7 +249,7 @@ async def test_delete_kills_every_process_even_after_the_daemon_was_killed(local
 
 
 async def test_a_daemon_that_cannot_start_leaves_nothing_behind(
-    sandbox_settings: SandboxSettings, records: SandboxRecords, sandbox_root: Path
+    sandbox_settings: SandboxSettings, records: SandboxStore, sandbox_root: Path
 ) -> None:
     before = _entries(sandbox_root)
     provider = LocalProvider(sandbox_settings, records, python="/nonexistent/python3")
@@ -311,7 +311,7 @@ class TestWithoutRecords:
     async def test_the_reaper_deletes_a_sandbox_whose_record_is_gone(
         self,
         local_provider: LocalProvider,
-        records: SandboxRecords,
+        records: SandboxStore,
         metadata: ThreadMetadataStore,
         sandbox_settings: SandboxSettings,
     ) -> None:
@@ -331,7 +331,7 @@ class TestWithoutRecords:
         assert await local_provider.list() == []
 
     async def test_processes_whose_directory_and_record_are_gone_are_killed(
-        self, local_provider: LocalProvider, records: SandboxRecords
+        self, local_provider: LocalProvider, records: SandboxStore
     ) -> None:
         sandbox_id, marker = await self._sandbox_with_a_child(local_provider)
         await records.remove(sandbox_id)
@@ -342,7 +342,7 @@ class TestWithoutRecords:
         assert await local_provider.delete(sandbox_id) is False
 
     async def test_another_roots_sandboxes_are_left_alone(
-        self, local_provider: LocalProvider, records: SandboxRecords, sandbox_root: Path
+        self, local_provider: LocalProvider, records: SandboxStore, sandbox_root: Path
     ) -> None:
         settings = SandboxSettings(
             local_root=str(own_root(sandbox_root)), local_bubblewrap=False, local_allow_unisolated=True

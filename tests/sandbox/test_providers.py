@@ -22,13 +22,13 @@ from drydock.sandbox.lifecycle import SandboxManager
 from drydock.sandbox.provider import SandboxProvider
 from drydock.sandbox.providers import PROVIDERS, create_provider
 from drydock.sandbox.providers.local import LocalProvider
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from tests.sandbox.grants import GrantLedger
 from tests.waiting import eventually
 
 
 def test_the_factory_map_builds_the_configured_provider(
-    records: SandboxRecords, sandbox_settings: SandboxSettings
+    records: SandboxStore, sandbox_settings: SandboxSettings
 ) -> None:
     assert "local" in PROVIDERS
     provider = create_provider(Settings(sandbox=sandbox_settings), records)
@@ -36,7 +36,7 @@ def test_the_factory_map_builds_the_configured_provider(
     assert provider.name == "local"
 
 
-def test_an_unknown_provider_is_named_in_the_error(records: SandboxRecords) -> None:
+def test_an_unknown_provider_is_named_in_the_error(records: SandboxStore) -> None:
     with pytest.raises(UnknownProvider, match=r"'docker'.*DRYDOCK_SANDBOX_PROVIDER.*local"):
         create_provider(Settings(sandbox=SandboxSettings(provider="docker")), records)
 
@@ -97,12 +97,12 @@ class DetachedProvider(LocalProvider):
     reaches_credential_proxy = False
 
 
-def _detached(settings: Settings, records: SandboxRecords) -> SandboxProvider:
+def _detached(settings: Settings, records: SandboxStore) -> SandboxProvider:
     return DetachedProvider(settings.sandbox, records)
 
 
 def test_every_registered_provider_declares_its_path_to_the_proxy(
-    records: SandboxRecords, sandbox_settings: SandboxSettings
+    records: SandboxStore, sandbox_settings: SandboxSettings
 ) -> None:
     local = create_provider(Settings(sandbox=sandbox_settings), records)
     assert local.reaches_credential_proxy is True

@@ -14,7 +14,7 @@ from drydock.infra.redis import Keys
 from drydock.infra.server_keys import ServerKeys
 from drydock.sandbox.daemon import protocol
 from drydock.sandbox.providers.local import LocalProvider
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 
 
 async def _status(base_url: str, token: str) -> int:
@@ -38,7 +38,7 @@ class TestDaemonTokens:
         self, local_provider: LocalProvider, redis: Redis, keys: Keys, server_keys: ServerKeys
     ) -> None:
         handle = await local_provider.create(str(uuid.uuid4()))
-        elsewhere = await SandboxRecords(redis, keys, server_keys).get(handle.id)
+        elsewhere = await SandboxStore(redis, keys, server_keys).get(handle.id)
         assert elsewhere is not None
         assert elsewhere.token == handle.token
         assert await _status(elsewhere.base_url, elsewhere.token) == 200
@@ -47,7 +47,7 @@ class TestDaemonTokens:
         self, local_provider: LocalProvider, redis: Redis, keys: Keys, crypto_key: str
     ) -> None:
         handle = await local_provider.create(str(uuid.uuid4()))
-        rotated = SandboxRecords(redis, keys, ServerKeys([Fernet.generate_key().decode(), crypto_key]))
+        rotated = SandboxStore(redis, keys, ServerKeys([Fernet.generate_key().decode(), crypto_key]))
         found = await rotated.get(handle.id)
         assert found is not None
         assert await _status(found.base_url, found.token) == 200
@@ -55,7 +55,7 @@ class TestDaemonTokens:
 
 class TestTamperedRecords:
     async def test_a_base_url_pointed_elsewhere_is_ignored(
-        self, local_provider: LocalProvider, records: SandboxRecords, redis: Redis, keys: Keys
+        self, local_provider: LocalProvider, records: SandboxStore, redis: Redis, keys: Keys
     ) -> None:
         handle = await local_provider.create(str(uuid.uuid4()))
         # A worker would send the derived token to whoever listens there.
@@ -64,7 +64,7 @@ class TestTamperedRecords:
         await records.put(handle)
 
     async def test_a_record_copied_under_another_sandbox_is_ignored(
-        self, local_provider: LocalProvider, records: SandboxRecords, redis: Redis, keys: Keys
+        self, local_provider: LocalProvider, records: SandboxStore, redis: Redis, keys: Keys
     ) -> None:
         handle = await local_provider.create(str(uuid.uuid4()))
         record = cast(dict[Any, str], await redis.hgetall(keys.sandbox(handle.id)))
@@ -75,9 +75,9 @@ class TestTamperedRecords:
         self, local_provider: LocalProvider, redis: Redis, keys: Keys, server_keys: ServerKeys
     ) -> None:
         handle = await local_provider.create(str(uuid.uuid4()))
-        forger = SandboxRecords(redis, keys, ServerKeys([Fernet.generate_key().decode()]))
+        forger = SandboxStore(redis, keys, ServerKeys([Fernet.generate_key().decode()]))
         forged = handle.__class__(**{**handle.__dict__, "token": forger.daemon_token(handle.id)})
         await forger.put(forged)
-        genuine = SandboxRecords(redis, keys, server_keys)
+        genuine = SandboxStore(redis, keys, server_keys)
         assert await genuine.get(handle.id) is None
         await genuine.put(handle)

@@ -25,7 +25,7 @@ from drydock.bus import Bus, provision, topology
 from drydock.config import NatsSettings, SandboxSettings, SnapshotSettings
 from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.providers.local import LocalProvider
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from drydock.sandbox.snapshots import SnapshotCorrupt, SnapshotError, SnapshotInfo, SnapshotStore
 from drydock.sandbox.snapshots.records import SnapshotIndex, index_name
 from tests.fakes.git_server import GitServer
@@ -600,7 +600,7 @@ class TestThroughTheLocalProvider:
         store: SnapshotStore,
         bwrap: str,
         sandbox_settings: SandboxSettings,
-        records: SandboxRecords,
+        records: SandboxStore,
         tmp_path: Path,
         thread_id: str,
     ) -> None:

@@ -9,16 +9,16 @@ from drydock.infra.redis import Keys
 from drydock.threads import ids
 from drydock.threads.pr_records import (
     PullRequestRecord,
-    PullRequestRecords,
     PullRequestState,
+    PullRequestStore,
     branch_name,
     branch_short_id,
 )
 
 
 @pytest.fixture
-def records(redis: Redis, keys: Keys) -> PullRequestRecords:
-    return PullRequestRecords(redis, keys)
+def records(redis: Redis, keys: Keys) -> PullRequestStore:
+    return PullRequestStore(redis, keys)
 
 
 class TestBranchNames:
@@ -43,7 +43,7 @@ class TestBranchNames:
 
 
 class TestRecords:
-    async def test_record_and_find_by_number_and_branch(self, records: PullRequestRecords, thread_id: str) -> None:
+    async def test_record_and_find_by_number_and_branch(self, records: PullRequestStore, thread_id: str) -> None:
         branch = branch_name(thread_id, "speed")
         await records.record(PullRequestRecord("github.com", "Acme/Api", 12, thread_id, branch))
         assert await records.thread_for("github.com", "acme/api", 12) == thread_id
@@ -54,14 +54,14 @@ class TestRecords:
         assert (found.branch, found.state, found.thread_id) == (branch, PullRequestState.OPEN, thread_id)
 
     async def test_the_short_id_finds_a_thread_without_a_record(
-        self, records: PullRequestRecords, thread_id: str
+        self, records: PullRequestStore, thread_id: str
     ) -> None:
         branch = branch_name(thread_id, "new work")
         assert await records.thread_for_branch("github.com", "acme/api", branch) is None
         await records.remember_thread(thread_id)
         assert await records.thread_for_branch("github.com", "acme/api", branch) == thread_id
 
-    async def test_open_records_follow_the_state(self, records: PullRequestRecords, thread_id: str) -> None:
+    async def test_open_records_follow_the_state(self, records: PullRequestStore, thread_id: str) -> None:
         await records.record(PullRequestRecord("github.com", "acme/api", 1, thread_id, "drydock/a"))
         await records.record(PullRequestRecord("github.com", "acme/web", 2, thread_id, "drydock/b"))
         assert [(r.repository, r.number) for r in await records.open_records()] == [("acme/api", 1), ("acme/web", 2)]

@@ -18,7 +18,7 @@ from drydock.config import Settings
 from drydock.effects import EffectLedger, bound_call, marked
 from drydock.infra.redis import Keys
 from drydock.middleware.tool_errors import ToolErrorsAsMessages
-from drydock.threads.pr_records import PullRequestRecord, PullRequestRecords
+from drydock.threads.pr_records import PullRequestRecord, PullRequestStore
 from drydock.tools import github_comment
 from tests.fakes.openai_server import Script, ScriptedModelServer
 from tests.middleware.conftest import CheckpointLoss, chat_model, run_config
@@ -84,7 +84,7 @@ class TestTarget:
         thread_id: str,
     ) -> None:
         github.activity.open_issue(REPOSITORY, 31, pull_request=True)
-        await PullRequestRecords(redis, keys).record(
+        await PullRequestStore(redis, keys).record(
             PullRequestRecord("github.com", REPOSITORY, 31, thread_id, "drydock/abc-fix")
         )
         slack = ReplyAddress(channel=Channel.SLACK, address={"team": "T1", "channel": "C1", "thread_ts": "1.2"})

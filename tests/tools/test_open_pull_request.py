@@ -20,7 +20,7 @@ from drydock.credentials.cipher import SecretCipher
 from drydock.credentials.user_tokens import UserTokens
 from drydock.effects import EffectLedger, bound_call
 from drydock.infra.redis import Keys
-from drydock.threads.pr_records import PullRequestRecord, PullRequestRecords, PullRequestState
+from drydock.threads.pr_records import PullRequestRecord, PullRequestState, PullRequestStore
 from drydock.tools import open_pull_request
 from tests.fakes.github.server import create_app
 from tests.fakes.github.state import PullRequest
@@ -96,7 +96,7 @@ class TestOpening:
             "head": "drydock/abc-fix",
             "base": "trunk",
         }
-        records = PullRequestRecords(redis, keys)
+        records = PullRequestStore(redis, keys)
         record = await records.find(HOST, repo, pull.number)
         assert record is not None
         assert (record.thread_id, record.branch, record.state) == (thread_id, "drydock/abc-fix", PullRequestState.OPEN)
@@ -170,7 +170,7 @@ class TestAlreadyOpen:
         result = await tool.ainvoke({"title": "Fix", "head": "drydock/abc-fix"})
 
         assert (result["number"], result["created"]) == (opened["number"], False)
-        record = await PullRequestRecords(redis, keys).find(HOST, repo, opened["number"])
+        record = await PullRequestStore(redis, keys).find(HOST, repo, opened["number"])
         assert record is not None
         assert record.thread_id == thread_id
 
@@ -187,7 +187,7 @@ class TestAlreadyOpen:
         tool = open_pull_request.build(make_context(tool_settings, repository=repo, outbound=outbound))
         first = await tool.ainvoke({"title": "Fix", "head": "drydock/abc-fix"})
         other_thread = str(uuid.uuid4())
-        records = PullRequestRecords(redis, keys)
+        records = PullRequestStore(redis, keys)
         await records.record(PullRequestRecord(HOST, repo, first["number"], other_thread, "drydock/abc-fix"))
 
         answer = await tool.ainvoke({"title": "Fix", "head": "drydock/abc-fix"})

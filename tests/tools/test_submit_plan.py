@@ -12,7 +12,7 @@ from langgraph.types import Command
 from redis.asyncio import Redis
 
 from drydock.accounts import AccountsStore
-from drydock.accounts.models import RepositorySettings, UserProfile
+from drydock.accounts.records import RepositorySettings, UserProfile
 from drydock.bus import Bus, EventType, RunEvent
 from drydock.bus.envelopes import Channel, ReplyAddress
 from drydock.bus.streams import EVENTS_STREAM

@@ -15,7 +15,7 @@ from drydock.channels.outbound import Outbound
 from drydock.config import Settings
 from drydock.effects import bound_call
 from drydock.infra.redis import Keys
-from drydock.threads.pr_records import PullRequestRecords, PullRequestState
+from drydock.threads.pr_records import PullRequestState, PullRequestStore
 from drydock.tools import open_pull_request, update_pull_request
 from drydock.tools.context import ToolContext
 from tests.fakes.github.state import PullRequest
@@ -76,7 +76,7 @@ class TestChanges:
         self, github: GithubWorld, context: ToolContext, tool: BaseTool, redis: Redis, keys: Keys
     ) -> None:
         number = await open_one(context)
-        records = PullRequestRecords(redis, keys)
+        records = PullRequestStore(redis, keys)
         assert context.scope.repository is not None
 
         await tool.ainvoke({"state": "closed"})

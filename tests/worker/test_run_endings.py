@@ -46,7 +46,7 @@ from drydock.sandbox.credentials import NoProxy
 from drydock.sandbox.errors import SandboxError
 from drydock.sandbox.lifecycle import SandboxManager
 from drydock.sandbox.providers.local import LocalProvider
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from drydock.threads import Inbox, LeaseLost, Leases
 from drydock.threads.approvals import PLAN_REQUIRED_TEXT
 from drydock.threads.continuation import Continuations
@@ -197,7 +197,7 @@ async def rigged(
         for name, values in sections.items():
             overrides[name] = {**overrides.get(name, {}), **values}
         settings = load_settings(**overrides)
-        records = SandboxRecords(redis, keys, ServerKeys([crypto_key]))
+        records = SandboxStore(redis, keys, ServerKeys([crypto_key]))
         provider = LocalProvider(settings.sandbox, records)
         sandboxes = SandboxManager(
             provider=provider,

@@ -6,7 +6,7 @@ extends it, the ingress reads it to authorize authors and choose repositories.
 
 from drydock.accounts.link_codes import IssuedCode, LinkCodes, Outcome, PendingLink, Redemption
 from drydock.accounts.membership import MembershipCache
-from drydock.accounts.models import (
+from drydock.accounts.records import (
     Provider,
     RepositoryBudgets,
     RepositorySettings,

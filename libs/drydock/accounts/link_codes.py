@@ -24,7 +24,7 @@ from typing import cast
 
 from redis.asyncio import Redis
 
-from drydock.accounts.models import Provider
+from drydock.accounts.records import Provider
 from drydock.accounts.store import AccountsStore, AccountTaken
 from drydock.infra.redis import Keys
 

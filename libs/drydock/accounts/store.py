@@ -13,7 +13,7 @@ from typing import cast
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
-from drydock.accounts.models import (
+from drydock.accounts.records import (
     Provider,
     RepositorySettings,
     TeamDefaults,

@@ -62,7 +62,7 @@ from drydock.channels.errors import OutboundFailed
 from drydock.config import Settings
 from drydock.infra.redis import Keys
 from drydock.threads.metadata import ThreadMetadata, ThreadMetadataStore
-from drydock.threads.pr_records import PullRequestRecord, PullRequestRecords, PullRequestState
+from drydock.threads.pr_records import PullRequestRecord, PullRequestState, PullRequestStore
 
 log = structlog.get_logger(__name__)
 
@@ -118,7 +118,7 @@ class AutofixController:
         self.keys = keys
         self.github = github
         self.fence = fence
-        self.records = PullRequestRecords(redis, keys)
+        self.records = PullRequestStore(redis, keys)
         self.repairs = Repairs(redis, keys)
         self.overrides = AutofixOverrides(redis, keys)
         self.metadata = ThreadMetadataStore(redis, keys)

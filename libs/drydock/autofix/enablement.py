@@ -12,7 +12,7 @@ from drydock.autofix.overrides import AutofixOverrides, Override
 from drydock.autofix.policy import Enablement, enablement
 from drydock.infra.redis import Keys
 from drydock.threads.metadata import ThreadMetadataStore
-from drydock.threads.pr_records import PullRequestRecords
+from drydock.threads.pr_records import PullRequestStore
 
 
 class Enablements:
@@ -20,7 +20,7 @@ class Enablements:
         self._redis = redis
         self._accounts = AccountsStore(redis, keys, host=host)
         self._overrides = AutofixOverrides(redis, keys)
-        self._records = PullRequestRecords(redis, keys)
+        self._records = PullRequestStore(redis, keys)
         self._metadata = ThreadMetadataStore(redis, keys)
 
     async def of(self, owner: str | None, host: str, repository: str, number: int) -> Enablement:

@@ -19,7 +19,7 @@ from typing import Literal, cast
 from pydantic import BaseModel, ConfigDict, Field
 from redis.asyncio import Redis
 
-from drydock.accounts.models import repository_name
+from drydock.accounts.records import repository_name
 from drydock.infra.redis import Keys
 
 MAX_RULES = 100

@@ -23,7 +23,7 @@ class Isolation(StrEnum):
 class SandboxHandle:
     """Everything needed to reach a sandbox from any worker process.
 
-    Persisted in Redis (one record per sandbox, see :class:`drydock.sandbox.records.SandboxRecords`)
+    Persisted in Redis (one record per sandbox, see :class:`drydock.sandbox.records.SandboxStore`)
     so that another process can reconnect by id. ``token`` authenticates against the sandbox's
     daemon; it is left out of ``repr`` and of the record (the records derive it from the id).
     """

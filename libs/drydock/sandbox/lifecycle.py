@@ -54,7 +54,7 @@ from drydock.sandbox.handle import SandboxHandle
 from drydock.sandbox.provider import SandboxProvider
 from drydock.sandbox.providers import create_provider
 from drydock.sandbox.reaper import ReapReport, reap
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from drydock.sandbox.sentinel import CreationSentinel, CreatorHeartbeat
 from drydock.threads.fields import SANDBOX_ID
 from drydock.threads.metadata import ThreadMetadataStore, ThreadNotFound
@@ -102,7 +102,7 @@ class SandboxManager:
         self,
         *,
         provider: SandboxProvider,
-        records: SandboxRecords,
+        records: SandboxStore,
         metadata: ThreadMetadataStore,
         credentials: SandboxCredentials,
         redis: Redis,
@@ -134,7 +134,7 @@ class SandboxManager:
         """A manager for a worker: the provider named by ``DRYDOCK_SANDBOX_PROVIDER``, the
         runtime's Redis, the given credentials (replaced by :class:`~drydock.sandbox.credentials.NoProxy`
         when the provider declares no path to the proxy) and snapshot restorer."""
-        records = SandboxRecords(runtime.redis, runtime.keys, ServerKeys.from_settings(runtime.settings.crypto))
+        records = SandboxStore(runtime.redis, runtime.keys, ServerKeys.from_settings(runtime.settings.crypto))
         return cls(
             provider=create_provider(runtime.settings, records),
             records=records,
@@ -420,7 +420,7 @@ class SandboxManager:
 class _Toucher:
     """Records a sandbox's use at most every 30 s, so a long run keeps its sandbox from the reaper."""
 
-    def __init__(self, records: SandboxRecords, sandbox_id: str) -> None:
+    def __init__(self, records: SandboxStore, sandbox_id: str) -> None:
         self._records = records
         self._sandbox_id = sandbox_id
         self._last = time.monotonic()

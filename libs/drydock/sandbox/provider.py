@@ -2,7 +2,7 @@
 
 A provider is a module under :mod:`drydock.sandbox.providers` plus one entry in its factory map
 (:data:`drydock.sandbox.providers.PROVIDERS`). Every provider persists a record per sandbox in
-Redis (:class:`~drydock.sandbox.records.SandboxRecords`), so a sandbox created by one worker can
+Redis (:class:`~drydock.sandbox.records.SandboxStore`), so a sandbox created by one worker can
 be reached by id from any other. The provider-agnostic tests in ``tests/sandbox/provider_contract.py``
 state the contract; a new provider subclasses them.
 """
@@ -23,7 +23,7 @@ from drydock.sandbox.errors import (
     UnknownProvider,
 )
 from drydock.sandbox.handle import Isolation, SandboxHandle
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 
 __all__ = [
     "Isolation",
@@ -71,5 +71,5 @@ class SandboxProvider(Protocol):
         ...
 
 
-ProviderFactory = Callable[[Settings, SandboxRecords], SandboxProvider]
+ProviderFactory = Callable[[Settings, SandboxStore], SandboxProvider]
 """Builds a provider from the settings and the record store."""

@@ -19,7 +19,7 @@ import structlog
 
 from drydock.config import SandboxSettings
 from drydock.sandbox.provider import SandboxProvider
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from drydock.threads.fields import SANDBOX_ID
 from drydock.threads.metadata import ThreadMetadataStore, ThreadNotFound
 
@@ -39,7 +39,7 @@ class ReapReport:
 async def reap(
     *,
     provider: SandboxProvider,
-    records: SandboxRecords,
+    records: SandboxStore,
     metadata: ThreadMetadataStore,
     settings: SandboxSettings,
     now: float | None = None,

@@ -37,7 +37,7 @@ class TokenNotDerived(ValueError):
     """A handle whose token is not the one derived from its id under a configured key."""
 
 
-class SandboxRecords:
+class SandboxStore:
     """The one place that reads and writes sandbox records (see the module docstring)."""
 
     def __init__(self, redis: Redis, keys: Keys, server_keys: ServerKeys) -> None:

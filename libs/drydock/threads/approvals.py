@@ -34,7 +34,7 @@ from typing import cast
 import structlog
 from redis.asyncio import Redis
 
-from drydock.accounts.models import RepositorySettings, UserProfile
+from drydock.accounts.records import RepositorySettings, UserProfile
 from drydock.accounts.store import AccountsStore
 from drydock.bus import Bus, BusUnavailable, EventType, RunEvent
 from drydock.config import Settings

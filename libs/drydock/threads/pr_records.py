@@ -84,7 +84,7 @@ class PullRequestRecord:
         )
 
 
-class PullRequestRecords:
+class PullRequestStore:
     def __init__(self, redis: Redis, keys: Keys) -> None:
         self._redis = redis
         self._keys = keys

@@ -20,7 +20,7 @@ from drydock.channels.errors import OutboundFailed
 from drydock.credentials.cipher import SecretCipher
 from drydock.credentials.user_tokens import UserTokens, app_authorization
 from drydock.github import GithubClient
-from drydock.threads.pr_records import PullRequestRecord, PullRequestRecords
+from drydock.threads.pr_records import PullRequestRecord, PullRequestStore
 from drydock.tools.context import ToolContext
 
 log = structlog.get_logger(__name__)
@@ -39,7 +39,7 @@ class GithubAccess:
         self.client = client
         self.repository = repository
         self.host = context.settings.github.host
-        self.records = PullRequestRecords(context.redis, context.keys)
+        self.records = PullRequestStore(context.redis, context.keys)
 
     @classmethod
     def of(cls, context: ToolContext) -> GithubAccess:

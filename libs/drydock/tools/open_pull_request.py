@@ -1,6 +1,6 @@
 """``open_pull_request``: open a pull request from a branch the agent pushed, and record it.
 
-The durable PR record (:class:`~drydock.threads.pr_records.PullRequestRecords`) is what routes
+The durable PR record (:class:`~drydock.threads.pr_records.PullRequestStore`) is what routes
 later comments, reviews and pushes on the pull request back to this thread. When GitHub already
 has an open pull request for the branch, that one is returned and recorded instead (a retried
 call after a lost answer must not fail); one another thread recorded is refused.

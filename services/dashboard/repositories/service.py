@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from drydock.accounts import RepositorySettings, repository_name
-from drydock.accounts.models import DEFAULT_PROTECTED_PATHS
+from drydock.accounts.records import DEFAULT_PROTECTED_PATHS
 from services.dashboard.budgets.schemas import RepositoryBudgetsIO
 from services.dashboard.context import Dashboard
 from services.dashboard.errors import DashboardError, Invalid, NotFound

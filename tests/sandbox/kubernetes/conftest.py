@@ -12,7 +12,7 @@ import pytest
 
 from drydock.config import KubernetesSandboxSettings, SandboxSettings
 from drydock.sandbox.providers.kubernetes import KubernetesProvider
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from tests.fakes.kubernetes import FakeKubernetes
 
 NAMESPACE = "sandboxes-test"
@@ -46,7 +46,7 @@ ProviderFactory = Callable[..., KubernetesProvider]
 
 
 @pytest.fixture
-async def make_provider(fake_kubernetes: FakeKubernetes, records: SandboxRecords) -> AsyncIterator[ProviderFactory]:
+async def make_provider(fake_kubernetes: FakeKubernetes, records: SandboxStore) -> AsyncIterator[ProviderFactory]:
     """Providers over the fake cluster (keyword arguments go to the kubernetes section); every
     sandbox they made is deleted afterwards."""
     made: list[KubernetesProvider] = []

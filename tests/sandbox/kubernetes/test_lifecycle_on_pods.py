@@ -14,13 +14,13 @@ from drydock.sandbox.credentials import NoProxy
 from drydock.sandbox.lifecycle import SandboxManager
 from drydock.sandbox.providers.kubernetes import KubernetesProvider
 from drydock.sandbox.providers.kubernetes.connection import ClusterUnreachable
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from drydock.threads.metadata import ThreadMetadataStore
 from tests.fakes.kubernetes import FakeKubernetes
 from tests.sandbox.kubernetes.conftest import NAMESPACE, ProviderFactory
 
 
-def manager_for(provider: KubernetesProvider, records: SandboxRecords, redis: Redis, keys: Keys) -> SandboxManager:
+def manager_for(provider: KubernetesProvider, records: SandboxStore, redis: Redis, keys: Keys) -> SandboxManager:
     return SandboxManager(
         provider=provider,
         records=records,
@@ -37,7 +37,7 @@ class TestLifecycleOnPods:
         self,
         make_provider: ProviderFactory,
         fake_kubernetes: FakeKubernetes,
-        records: SandboxRecords,
+        records: SandboxStore,
         redis: Redis,
         keys: Keys,
     ) -> None:

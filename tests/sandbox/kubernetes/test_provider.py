@@ -17,7 +17,7 @@ from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.errors import SandboxCreationFailed, SandboxNotFound, SandboxUnavailable
 from drydock.sandbox.handle import Isolation
 from drydock.sandbox.providers.kubernetes import KubernetesProvider, naming
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 from tests.fakes.kubernetes import FakeKubernetes
 from tests.sandbox.kubernetes.conftest import NAMESPACE, ProviderFactory
 from tests.waiting import eventually
@@ -69,7 +69,7 @@ class TestCreate:
         await sandbox.aclose()
 
     async def test_an_exhausted_quota_is_a_clear_error_and_leaves_nothing(
-        self, provider: KubernetesProvider, fake_kubernetes: FakeKubernetes, records: SandboxRecords
+        self, provider: KubernetesProvider, fake_kubernetes: FakeKubernetes, records: SandboxStore
     ) -> None:
         fake_kubernetes.cluster.quota_exhausted = True
         with pytest.raises(SandboxCreationFailed, match=r"403 Forbidden: .*exceeded quota"):
@@ -78,7 +78,7 @@ class TestCreate:
         assert await records.all() == []
 
     async def test_an_image_pull_error_fails_at_once_and_the_pod_is_deleted(
-        self, make_provider: ProviderFactory, fake_kubernetes: FakeKubernetes, records: SandboxRecords
+        self, make_provider: ProviderFactory, fake_kubernetes: FakeKubernetes, records: SandboxStore
     ) -> None:
         provider = make_provider(image="registry.example/missing:1", start_timeout=timedelta(seconds=60))
         fake_kubernetes.cluster.failing_images.add("registry.example/missing:1")
@@ -127,7 +127,7 @@ class TestConnect:
 
 class TestDelete:
     async def test_delete_stops_the_daemon_and_removes_pod_secret_and_record(
-        self, provider: KubernetesProvider, fake_kubernetes: FakeKubernetes, records: SandboxRecords
+        self, provider: KubernetesProvider, fake_kubernetes: FakeKubernetes, records: SandboxStore
     ) -> None:
         handle = await provider.create(str(uuid.uuid4()))
         sandbox = SandboxBackend(handle, connect_timeout=1.0)
@@ -152,7 +152,7 @@ class TestDelete:
 
 class TestList:
     async def test_a_pod_without_a_record_is_listed_for_the_reaper(
-        self, provider: KubernetesProvider, fake_kubernetes: FakeKubernetes, records: SandboxRecords
+        self, provider: KubernetesProvider, fake_kubernetes: FakeKubernetes, records: SandboxStore
     ) -> None:
         handle = await provider.create(str(uuid.uuid4()))
         await records.remove(handle.id)

@@ -7,7 +7,7 @@ import pytest
 from drydock.config import ConfigError, Settings, load_settings
 from drydock.sandbox.providers import PROVIDERS, create_provider
 from drydock.sandbox.providers.kubernetes import KubernetesProvider
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 
 
 class TestVariables:
@@ -62,7 +62,7 @@ class TestVariables:
 
 
 class TestFactoryMap:
-    async def test_kubernetes_is_in_the_factory_map(self, settings: Settings, records: SandboxRecords) -> None:
+    async def test_kubernetes_is_in_the_factory_map(self, settings: Settings, records: SandboxStore) -> None:
         assert "kubernetes" in PROVIDERS
         chosen = settings.model_copy(update={"sandbox": settings.sandbox.model_copy(update={"provider": "kubernetes"})})
         provider = create_provider(chosen, records)

@@ -7,16 +7,16 @@ from collections.abc import Mapping
 from drydock.config import Settings
 from drydock.sandbox.errors import UnknownProvider
 from drydock.sandbox.provider import ProviderFactory, SandboxProvider
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 
 
-def _local(settings: Settings, records: SandboxRecords) -> SandboxProvider:
+def _local(settings: Settings, records: SandboxStore) -> SandboxProvider:
     from drydock.sandbox.providers.local import LocalProvider
 
     return LocalProvider(settings.sandbox, records, proxy=settings.proxy)
 
 
-def _kubernetes(settings: Settings, records: SandboxRecords) -> SandboxProvider:
+def _kubernetes(settings: Settings, records: SandboxStore) -> SandboxProvider:
     from drydock.sandbox.providers.kubernetes import KubernetesProvider
 
     return KubernetesProvider(settings.sandbox, records)
@@ -27,7 +27,7 @@ PROVIDERS: Mapping[str, ProviderFactory] = {"local": _local, "kubernetes": _kube
 so a provider's dependencies load only when it is chosen."""
 
 
-def create_provider(settings: Settings, records: SandboxRecords) -> SandboxProvider:
+def create_provider(settings: Settings, records: SandboxStore) -> SandboxProvider:
     """The provider named by ``settings.sandbox.provider``; :class:`UnknownProvider` otherwise."""
     name = settings.sandbox.provider
     try:

@@ -67,7 +67,7 @@ from drydock.sandbox.proxy_sockets import (
     prepare_socket_directory,
     socket_directory,
 )
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 
 log = structlog.get_logger(__name__)
 
@@ -136,7 +136,7 @@ class LocalProvider:
     def __init__(
         self,
         settings: SandboxSettings,
-        records: SandboxRecords,
+        records: SandboxStore,
         *,
         proxy: CredentialProxySettings | None = None,
         python: str | None = None,

@@ -24,7 +24,7 @@ from drydock.sandbox.providers.kubernetes.pod_status import Phase, pod_state
 from drydock.sandbox.providers.kubernetes.pod_watch import wait_gone, wait_running
 from drydock.sandbox.providers.kubernetes.warm_pool import WarmPool
 from drydock.sandbox.providers.kubernetes.warm_pool_store import WarmPoolStore
-from drydock.sandbox.records import SandboxRecords
+from drydock.sandbox.records import SandboxStore
 
 log = structlog.get_logger(__name__)
 
@@ -50,7 +50,7 @@ class KubernetesProvider:
     name = "kubernetes"
     reaches_credential_proxy = True
 
-    def __init__(self, settings: SandboxSettings, records: SandboxRecords, *, api: Any = None) -> None:
+    def __init__(self, settings: SandboxSettings, records: SandboxStore, *, api: Any = None) -> None:
         self._settings = settings
         self._k8s = settings.kubernetes
         self._records = records

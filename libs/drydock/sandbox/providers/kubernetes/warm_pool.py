@@ -45,7 +45,7 @@ class PoolPods(Protocol):
         ...
 
     def seal(self, handle: SandboxHandle) -> dict[str, str]:
-        """The handle as stored in the pool (:meth:`~drydock.sandbox.records.SandboxRecords.seal`)."""
+        """The handle as stored in the pool (:meth:`~drydock.sandbox.records.SandboxStore.seal`)."""
         ...
 
     def unseal(self, record: Mapping[str, str]) -> SandboxHandle | None:
