@@ -21,8 +21,9 @@ from pathlib import Path
 from bench.harness import Figures, report
 from drydock.threads import ids
 from integration.cluster.release import ClusterUnavailable, Release
-from integration.cluster.whole_path import ORG, ClusterStage, cluster_stage, eventually
+from integration.cluster.whole_path import ORG, ClusterStage, cluster_stage
 from tests.fakes.openai_server import Script
+from tests.waiting import eventually
 
 FOLLOW_UPS = 12
 NUMBER = 3
@@ -42,8 +43,12 @@ async def warm_follow_ups(stage: ClusterStage) -> Figures:
     stage.conversations.add(MARKER, script)
     thread_id = ids.github_issue("github.com", ORG, "widgets", NUMBER)
     await stage.deliver_github("issue_comment", stage.mention(NUMBER, f"@drydock get ready {MARKER}"))
-    await eventually(lambda: stage.completed(thread_id), within=RUN_WITHIN, what="the first run (sandbox pod start)")
-    await eventually(lambda: _released(stage, thread_id), within=60, what="the thread's lease to be released")
+    await eventually(
+        lambda: stage.completed(thread_id), every=0.25, within=RUN_WITHIN, what="the first run (sandbox pod start)"
+    )
+    await eventually(
+        lambda: _released(stage, thread_id), every=0.25, within=60, what="the thread's lease to be released"
+    )
     latencies: list[float] = []
     started = time.perf_counter()
     for index in range(FOLLOW_UPS):
@@ -57,10 +62,13 @@ async def warm_follow_ups(stage: ClusterStage) -> Figures:
         latencies.append((stage.model.requests[before].received_at - sent) * 1000)
         await eventually(
             functools.partial(stage.completed, thread_id, index + 2),
+            every=0.25,
             within=120,
             what=f"follow-up {index}",
         )
-        await eventually(lambda: _released(stage, thread_id), within=60, what="the thread's lease to be released")
+        await eventually(
+            lambda: _released(stage, thread_id), every=0.25, within=60, what="the thread's lease to be released"
+        )
     return Figures(
         "webhook → first model call on the cluster, warm sandbox", FOLLOW_UPS, time.perf_counter() - started, latencies
     )

@@ -28,12 +28,13 @@ from drydock.accounts import RepositorySettings
 from drydock.threads import ids
 from drydock.threads.pr_records import PullRequestStore, branch_name
 from integration.cluster.release import ClusterUnavailable, Release, kubectl
-from integration.cluster.whole_path import MEMBER, ORG, REPOSITORY, ClusterStage, cluster_stage, eventually
+from integration.cluster.whole_path import MEMBER, ORG, REPOSITORY, ClusterStage, cluster_stage
 from tests.fakes.git_server import git, isolated_git_env
 from tests.fakes.github import webhooks
 from tests.fakes.github.activity import activity_of
 from tests.fakes.github.reviews import files_from_diff, reviews_of, set_files
 from tests.fakes.openai_server import Script
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(2400)
 RELEASE = Release("drydock-path", "drydock-path", "drydock-path-infra", "drydock-path-sandboxes")
@@ -99,7 +100,7 @@ class TestWholePathOnPods:
             "issue_comment", stage.mention(FIX_ISSUE, f"@drydock please fix add() {marker}")
         )
         assert response.status_code == 200, response.text
-        await eventually(lambda: stage.completed(thread), within=RUN_WITHIN, what="the run to complete")
+        await eventually(lambda: stage.completed(thread), every=0.25, within=RUN_WITHIN, what="the run to complete")
 
         pulls = stage.github.state.pulls_of(REPOSITORY)
         assert [(pull.head_ref, pull.base_ref, pull.title) for pull in pulls] == [(FIX_BRANCH, "main", "Fix add()")]
@@ -164,7 +165,7 @@ class TestWholePathOnPods:
         assert response.status_code == 200, response.text
 
         thread = ids.reviewer("github.com", ORG, "widgets", pull.number)
-        await eventually(lambda: stage.completed(thread), within=RUN_WITHIN, what="the review to complete")
+        await eventually(lambda: stage.completed(thread), every=0.25, within=RUN_WITHIN, what="the review to complete")
         reviews = list(reviews_of(stage.github.state).reviews.values())
         assert [(review.commit_id, "One gap in the tests." in review.body) for review in reviews] == [(sha, True)]
         placed = [p for p in reviews_of(stage.github.state).placements.values() if p.review_id == reviews[0].id]
@@ -190,14 +191,19 @@ class TestWholePathOnPods:
         before = {pod["metadata"]["name"] for pod in stage.service_pods("coder-worker")}
         await stage.deliver_github("issue_comment", stage.mention(CRASH_ISSUE, f"@drydock please fix add() {marker}"))
         await eventually(
-            lambda: _async(len(stage.requests_of(marker)) >= 2), within=RUN_WITHIN, what="the run's second model call"
+            lambda: len(stage.requests_of(marker)) >= 2,
+            every=0.25,
+            within=RUN_WITHIN,
+            what="the run's second model call",
         )
         for name in before:
             kubectl("-n", RELEASE.namespace, "delete", "pod", name, "--grace-period=0", "--force", "--wait=false")
         await stage.deliver_github(
             "issue_comment", stage.mention(CRASH_ISSUE, "@drydock and mention the issue in the PR")
         )
-        await eventually(lambda: stage.completed(thread), within=TAKEOVER_WITHIN, what="the resumed run to complete")
+        await eventually(
+            lambda: stage.completed(thread), every=0.25, within=TAKEOVER_WITHIN, what="the resumed run to complete"
+        )
 
         after = [pod for pod in stage.service_pods("coder-worker") if _running(pod)]
         assert after
@@ -230,7 +236,7 @@ class TestWholePathOnPods:
         )
         thread = _thread(SNAPSHOT_ISSUE)
         await stage.deliver_github("issue_comment", stage.mention(SNAPSHOT_ISSUE, f"@drydock take notes {marker}"))
-        await eventually(lambda: stage.completed(thread), within=RUN_WITHIN, what="the first turn")
+        await eventually(lambda: stage.completed(thread), every=0.25, within=RUN_WITHIN, what="the first turn")
         first_id = await stage.sandbox_id(thread)
         assert first_id is not None
         [first_pod] = stage.sandbox_pods(f"drydock.dev/sandbox={first_id}")
@@ -239,7 +245,7 @@ class TestWholePathOnPods:
         await stage.deliver_github(
             "issue_comment", stage.mention(SNAPSHOT_ISSUE, "@drydock are the notes still there?")
         )
-        await eventually(lambda: stage.completed(thread, runs=2), within=RUN_WITHIN, what="the second turn")
+        await eventually(lambda: stage.completed(thread, runs=2), every=0.25, within=RUN_WITHIN, what="the second turn")
         output = _tool_results(stage, marker)[-1]
         assert "Add notes (not pushed)" in output, output
         assert "kept across pods" in output, output
@@ -255,7 +261,7 @@ class TestWholePathOnPods:
             """The sandboxes (pods) the pool holds ready to be claimed, once it holds one."""
             return {str(name) for name in await stage.runtime.redis.lrange(idle_key, 0, -1)} or None
 
-        names = await eventually(idle, within=RUN_WITHIN, what="an idle warm-pool pod")
+        names = await eventually(idle, every=0.25, within=RUN_WITHIN, what="an idle warm-pool pod")
         for name in names:
             [pod] = stage.sandbox_pods(f"drydock.dev/sandbox={name}")
             assert _running(pod)
@@ -264,7 +270,7 @@ class TestWholePathOnPods:
         stage.conversations.add(marker, Script().tool_call("execute", command="hostname").reply("Ran in my sandbox."))
         thread = _thread(WARM_ISSUE)
         await stage.deliver_github("issue_comment", stage.mention(WARM_ISSUE, f"@drydock where do you run? {marker}"))
-        await eventually(lambda: stage.completed(thread), within=RUN_WITHIN, what="the run in a warm pod")
+        await eventually(lambda: stage.completed(thread), every=0.25, within=RUN_WITHIN, what="the run in a warm pod")
         hostname = _tool_results(stage, marker)[-1].strip().splitlines()[0]
         claimed = await stage.sandbox_id(thread)
         [pod] = stage.sandbox_pods(f"drydock.dev/sandbox={claimed}")
@@ -273,8 +279,3 @@ class TestWholePathOnPods:
         assert hostname in names, (hostname, names, labels)
         assert labels["drydock.dev/origin"] == "warm-pool"
         print(json.dumps({"claimed warm pod": hostname}))
-
-
-async def _async(value: Any) -> Any:
-    """``value`` as an awaitable, for :func:`eventually` on a check that needs no I/O."""
-    return value

@@ -24,7 +24,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -104,18 +104,6 @@ class Conversations:
             return self.review
         text = "\n".join(request.texts("user"))
         return next((script for marker, script in self.scripts.items() if marker in text), None)
-
-
-async def eventually(check: Callable[[], Awaitable[T | None]], *, within: float, what: str) -> T:
-    """Poll ``check`` until it returns something other than None/False, for at most ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while True:
-        found = await check()
-        if found is not None and found is not False:
-            return found
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up waiting for {what} after {within:g} s")
-        await asyncio.sleep(0.25)
 
 
 @dataclass

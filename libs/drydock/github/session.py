@@ -7,8 +7,6 @@ connection pool, the REST API version, the authorization of each request, and se
 from __future__ import annotations
 
 import asyncio
-import functools
-import ssl
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -23,6 +21,7 @@ from drydock.errors import ChannelNotConfigured, OutboundFailed, describe
 from drydock.github.app_jwt import AppBearer
 from drydock.github.pagination import pages
 from drydock.github.responses import Answer
+from drydock.infra.tls import client_context
 from drydock.telemetry.tracing import aiohttp_tracing
 
 if TYPE_CHECKING:
@@ -37,13 +36,6 @@ USER_AGENT = "drydock"
 VERSION_HEADER = {"X-GitHub-Api-Version": API_VERSION}
 READ_CONNECTIONS = 32
 """Connections kept for reads (:meth:`GithubSession.get`)."""
-
-
-@functools.cache
-def _tls() -> ssl.SSLContext:
-    """One verification context per process (building one costs tens of milliseconds), from the
-    system's trust store, so a GitHub Enterprise server's private CA is trusted once installed there."""
-    return ssl.create_default_context()
 
 
 @dataclass
@@ -105,7 +97,7 @@ class GithubSession:
             self.app = AppBearer(settings.app_id, settings.private_key.get_secret_value())
         self.api_url = settings.api_url.rstrip("/")
         self._margin = settings.token_refresh_margin.total_seconds()
-        self._http = httpx.AsyncClient(transport=transport, verify=_tls())
+        self._http = httpx.AsyncClient(transport=transport, verify=client_context())
         self._github = GitHub(
             _Authorization(self.app.header if self.app is not None else _no_app),
             base_url=self.api_url,
@@ -180,7 +172,7 @@ class GithubSession:
         if self._reads is None:
             self._reads = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=self._timeout),
-                connector=aiohttp.TCPConnector(limit=READ_CONNECTIONS, ttl_dns_cache=300, ssl=_tls()),
+                connector=aiohttp.TCPConnector(limit=READ_CONNECTIONS, ttl_dns_cache=300, ssl=client_context()),
                 headers={"Accept": "application/vnd.github+json", "User-Agent": USER_AGENT} | VERSION_HEADER,
                 trace_configs=aiohttp_tracing(),
             )

@@ -10,19 +10,12 @@ each, measured, for a daemon spoken to in plain HTTP.
 
 from __future__ import annotations
 
-import functools
-import ssl
-
 import aiohttp
 import httpx
 
+from drydock.infra.tls import client_context
 from drydock.sandbox.handle import SandboxHandle
 from drydock.telemetry.tracing import aiohttp_tracing
-
-
-@functools.cache
-def _tls() -> ssl.SSLContext:
-    return ssl.create_default_context()
 
 
 def daemon_client(handle: SandboxHandle, *, timeout: httpx.Timeout | float | None = None) -> httpx.AsyncClient:
@@ -32,7 +25,7 @@ def daemon_client(handle: SandboxHandle, *, timeout: httpx.Timeout | float | Non
         headers={"Authorization": f"Bearer {handle.token}"},
         timeout=timeout if timeout is not None else httpx.Timeout(5.0),
         trust_env=False,
-        verify=_tls(),
+        verify=client_context(),
     )
 
 
@@ -42,6 +35,6 @@ def daemon_session(handle: SandboxHandle) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(
         base_url=handle.base_url,
         headers={"Authorization": f"Bearer {handle.token}"},
-        connector=aiohttp.TCPConnector(ssl=_tls()),
+        connector=aiohttp.TCPConnector(ssl=client_context()),
         trace_configs=aiohttp_tracing(),
     )
