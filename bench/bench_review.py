@@ -34,7 +34,7 @@ from drydock.config import Settings, load_settings
 from drydock.credentials.user_tokens import app_authorization
 from drydock.embedded import embedded_infrastructure
 from drydock.graphs.inputs import AgentInputs
-from drydock.graphs.reviewer import make_reviewer
+from drydock.graphs.reviewer import reviewer_graph, reviewer_run
 from drydock.infra.redis import Keys, connect_redis
 from drydock.middleware import RunLimits
 from drydock.models import Models
@@ -210,24 +210,24 @@ async def _review_with_graph(world: World, findings: list[dict[str, Any]], model
             begin = time.perf_counter()
             target = await fetch_target(client, await app_authorization(client, REPOSITORY), REPOSITORY, number)
             await ReviewTargets(world.redis, keys).save(thread_id, target)
-            agent = make_reviewer(
-                AgentInputs(
-                    scope=context.scope,
-                    model=models.chat_model(resolved),
-                    fallback=None,
-                    backend=cast(Any, FilesystemBackend(root_dir=root, virtual_mode=True)),
-                    tools=build_tools(REVIEWER_TOOLS, context),
-                    checkpointer=checkpointer,
-                    inbox=Inbox(world.bus),
-                    sandbox_failures=SandboxFailures(world.redis, keys),
-                    status=None,
-                    notifier=None,
-                    checkout=ReviewCheckout(repository=REPOSITORY, path="/widgets", target=target),
-                    limits=RunLimits(),
-                )
+            inputs = AgentInputs(
+                scope=context.scope,
+                model=models.chat_model(resolved),
+                fallback=None,
+                backend=cast(Any, FilesystemBackend(root_dir=root, virtual_mode=True)),
+                tools=build_tools(REVIEWER_TOOLS, context),
+                checkpointer=checkpointer,
+                inbox=Inbox(world.bus),
+                sandbox_failures=SandboxFailures(world.redis, keys),
+                status=None,
+                notifier=None,
+                checkout=ReviewCheckout(repository=REPOSITORY, path="/widgets", target=target),
+                limits=RunLimits(),
             )
             config = {"configurable": {"thread_id": thread_id}, "recursion_limit": 1000}
-            await agent.ainvoke({"messages": [("user", "Review it.")]}, cast(Any, config))
+            await reviewer_graph(inputs).ainvoke(
+                {"messages": [("user", "Review it.")]}, cast(Any, config), context=reviewer_run(inputs)
+            )
             elapsed = (time.perf_counter() - begin) * 1000
     posted = [r for r in reviews_of(world.github.state).reviews.values() if r.number == number]
     assert len(posted) == 1, "the graph published no review"

@@ -14,6 +14,9 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
 
 import drydock.graphs.subagents
+from drydock.graphs.coder import coder_graph, coder_run
+from drydock.graphs.inputs import AgentInputs
+from drydock.graphs.shared import RunContext, RunSubagent
 from drydock.graphs.subagents import BuiltAtFirstCall
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
@@ -46,11 +49,16 @@ def tool_names(graph: Graph) -> list[str]:
     return list(node.tools_by_name)
 
 
-def subagent(graph: Graph, name: str) -> Graph:
-    """The compiled subagent that ``graph``'s ``task`` tool runs for ``name``."""
+def subagent(graph: Graph, name: str, run: RunContext | None = None) -> Graph:
+    """The compiled subagent that ``graph``'s ``task`` tool runs for ``name`` (in ``run``, for a
+    shared graph)."""
     task = cast(Any, graph.nodes["tools"].bound).tools_by_name["task"]
     runnable = _cells(task.coroutine)["subagent_graphs"][name]
     runnable = getattr(runnable, "bound", runnable)
+    if isinstance(runnable, RunSubagent):
+        assert run is not None, "a shared graph's subagent is its run's"
+        assert run.subagent is not None
+        runnable = run.subagent
     if isinstance(runnable, BuiltAtFirstCall):
         runnable = runnable.built
     return cast(Graph, runnable)
@@ -81,3 +89,8 @@ def recording(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stacks]:
         patch.setattr(deepagents.graph, "create_agent", create_agent)
         patch.setattr(drydock.graphs.subagents, "create_agent", create_agent)
         yield stacks
+
+
+def coder_and_run(inputs: AgentInputs) -> tuple[Graph, RunContext]:
+    """The shared coder graph for ``inputs`` and what their run brings to it (``context=``)."""
+    return coder_graph(inputs), coder_run(inputs)

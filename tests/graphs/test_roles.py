@@ -6,22 +6,17 @@ spending the run's step budget; the coder's plan driving the empty-reply guard."
 from __future__ import annotations
 
 import shlex
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from langchain_core.messages import ToolMessage
-from langgraph_checkpoint_plainredis import AsyncRedisSaver
-from redis.asyncio import Redis
 
-from drydock.bus import Bus
-from drydock.bus.envelopes import Channel, ReplyAddress
 from drydock.graphs.analyzer import make_analyzer
-from drydock.graphs.coder import make_coder
 from drydock.graphs.inputs import AgentInputs
-from drydock.graphs.reviewer import make_reviewer
+from drydock.graphs.reviewer import reviewer_graph, reviewer_run
+from drydock.graphs.shared import RunBound, RunContext
 from drydock.graphs.subagents import NoSubagents
-from drydock.infra.redis import Keys
 from drydock.middleware import (
     ANALYZER_ORDER,
     CODER_ORDER,
@@ -34,23 +29,15 @@ from drydock.middleware import (
 )
 from drydock.middleware.empty_reply import CONTINUE
 from drydock.models import BUILTIN_MODELS
-from drydock.review.checkouts import AnalysisCheckout, ReviewCheckout
-from drydock.review.target import ReviewTarget
 from drydock.roles import Role
-from drydock.sandbox.backend import SandboxBackend
-from drydock.sandbox.failures import SandboxFailures
 from drydock.sandbox.providers.local import LocalProvider
-from drydock.threads import Inbox
-from drydock.threads.checkout import Checkout
-from drydock.threads.scope import ThreadScope
-from drydock.tools import build_tools
 from drydock.worker.roles.analyzer import TOOLS as ANALYZER_TOOLS
 from drydock.worker.roles.coder import TOOLS as CODER_TOOLS
 from drydock.worker.roles.reviewer import TOOLS as REVIEWER_TOOLS
 from tests.fakes.openai_server import Script, ScriptedModelServer
-from tests.graphs.built import Graph, Stacks, model_call_chain, recording, subagent, tool_names
+from tests.graphs.built import Graph, Stacks, coder_and_run, model_call_chain, recording, subagent, tool_names
+from tests.graphs.conftest import Parts
 from tests.middleware.conftest import RecordingNotifier, chat_model, run_config
-from tests.tools.conftest import MakeContext
 
 HEAD = ["FilesystemMiddleware", "SubAgentMiddleware", "_ParentNotifierMiddleware", "SummarizationMiddleware"]
 HEAD += ["PatchToolCallsMiddleware"]
@@ -65,75 +52,10 @@ READ_TOOLS = ["ls", "read_file", "glob", "grep"]
 NUDGES = ["continue_working", "confirm_completion"]
 """The empty-reply guard's tools: registered, hidden from the model."""
 
-REPOSITORY = "acme/widgets"
-
 
 def _without_strip(order: tuple[str, ...]) -> list[str]:
     assert order[-1] == "StripMalformedReasoning"
     return list(order[:-1])
-
-
-class Parts:
-    """What the worker gives a factory, for one thread, on a real local sandbox."""
-
-    def __init__(
-        self,
-        sandbox: SandboxBackend,
-        bus: Bus,
-        redis: Redis,
-        keys: Keys,
-        checkpointer: AsyncRedisSaver,
-        thread_id: str,
-        make_context: MakeContext,
-    ) -> None:
-        self.sandbox = sandbox
-        self.bus = bus
-        self.failures = SandboxFailures(redis, keys)
-        self.checkpointer = checkpointer
-        self.thread_id = thread_id
-        self.make_context = make_context
-        self.repository = f"{sandbox.handle.workspace}/widgets"
-
-    def inputs(self, role: Role, server: ScriptedModelServer, **changes: Any) -> AgentInputs:
-        names = {Role.CODER: CODER_TOOLS, Role.REVIEWER: REVIEWER_TOOLS, Role.ANALYZER: ANALYZER_TOOLS}[role]
-        checkout = {
-            Role.CODER: Checkout(REPOSITORY, self.repository),
-            Role.REVIEWER: ReviewCheckout(REPOSITORY, self.repository, target=_target()),
-            Role.ANALYZER: AnalysisCheckout(REPOSITORY, self.repository),
-        }[role]
-        fields: dict[str, Any] = {
-            "scope": ThreadScope(self.thread_id, "run-1", role, REPOSITORY, ReplyAddress(channel=Channel.SCHEDULER)),
-            "model": chat_model(server),
-            "fallback": None,
-            "backend": self.sandbox,
-            "tools": build_tools(names, self.make_context()),
-            "checkpointer": self.checkpointer,
-            "inbox": Inbox(self.bus),
-            "sandbox_failures": self.failures,
-            "status": None,
-            "notifier": None,
-            "checkout": checkout,
-        }
-        return AgentInputs(**(fields | changes))
-
-
-def _target() -> ReviewTarget:
-    return ReviewTarget(repository=REPOSITORY, number=5, head_sha="0" * 40, head_ref="feature", base_ref="main")
-
-
-@pytest.fixture
-async def parts(
-    local_provider: LocalProvider,
-    bus: Bus,
-    redis: Redis,
-    keys: Keys,
-    checkpointer: AsyncRedisSaver,
-    thread_id: str,
-    make_context: MakeContext,
-) -> AsyncIterator[Parts]:
-    sandbox = SandboxBackend(await local_provider.create(thread_id))
-    yield Parts(sandbox, bus, redis, keys, checkpointer, thread_id, make_context)
-    await sandbox.aclose()
 
 
 async def _build(
@@ -150,9 +72,12 @@ def _no_node_per_step(graph: Graph) -> None:
     assert not [name for name in graph.nodes if name.endswith(("before_model", "after_model"))]
 
 
-def _edge_is_innermost(graph: Graph) -> None:
+def _edge_is_innermost(graph: Graph, run: RunContext | None = None) -> None:
     chain = model_call_chain(graph)
     edge = chain[-1]
+    if isinstance(edge, RunBound):
+        assert run is not None, "a shared graph's edge is its run's"
+        edge = run.middleware[edge.position]
     assert isinstance(edge, ProviderEdge)
     assert edge.steps == ("UnsupportedContentMiddleware", "StripMalformedReasoning")
     assert "AnthropicPromptCachingMiddleware" in [m.name for m in chain[:-1]]
@@ -160,17 +85,21 @@ def _edge_is_innermost(graph: Graph) -> None:
 
 class TestTheBuiltRoles:
     async def test_the_coder_and_its_subagent(self, parts: Parts, monkeypatch: pytest.MonkeyPatch) -> None:
-        coder, stacks = await _build(parts, Role.CODER, make_coder, monkeypatch)
+        async with ScriptedModelServer() as server:
+            with recording(monkeypatch) as stacks:
+                coder, run = coder_and_run(parts.inputs(Role.CODER, server))
 
         assert tool_names(coder) == [*FILE_TOOLS, "task", "write_todos", *NUDGES, *CODER_TOOLS]
         steps = _without_strip(CODER_ORDER)
         steps.remove("ModelFallbackMiddleware")
-        assert stacks.names("coder") == [*HEAD, "TodoListMiddleware", *steps, *TAIL]
-        assert isinstance(stacks.by_agent["coder"][len(HEAD)], Planning)
-        _edge_is_innermost(coder)
+        assert stacks.names("coder") == [*HEAD, "RunTools", "RunPrompt", "TodoListMiddleware", *steps, *TAIL]
+        planning = stacks.by_agent["coder"][len(HEAD) + 2]
+        assert isinstance(planning, RunBound)
+        assert planning.kind is Planning
+        _edge_is_innermost(coder, run)
         _no_node_per_step(coder)
 
-        general = subagent(coder, "general-purpose")
+        general = subagent(coder, "general-purpose", run)
         assert tool_names(general) == [*FILE_TOOLS, *NUDGES, *CODER_TOOLS]
         assert stacks.names("general-purpose") == [*SUBAGENT_HEAD, *steps, *TAIL]
         _edge_is_innermost(general)
@@ -179,12 +108,15 @@ class TestTheBuiltRoles:
     async def test_the_reviewer_reads_only_and_has_no_subagent(
         self, parts: Parts, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        reviewer, stacks = await _build(parts, Role.REVIEWER, make_reviewer, monkeypatch)
+        async with ScriptedModelServer() as server:
+            with recording(monkeypatch) as stacks:
+                inputs = parts.inputs(Role.REVIEWER, server)
+                reviewer, run = reviewer_graph(inputs), reviewer_run(inputs)
 
         assert tool_names(reviewer) == [*READ_TOOLS, *NUDGES, *REVIEWER_TOOLS, "git"]
-        assert stacks.names("reviewer") == [*HEAD, *_without_strip(REVIEWER_ORDER), *TAIL]
+        assert stacks.names("reviewer") == [*HEAD, "RunTools", "RunPrompt", *_without_strip(REVIEWER_ORDER), *TAIL]
         assert isinstance(stacks.by_agent["reviewer"][1], NoSubagents)
-        _edge_is_innermost(reviewer)
+        _edge_is_innermost(reviewer, run)
         _no_node_per_step(reviewer)
 
     async def test_the_analyzer_keeps_its_one_saving_tool(self, parts: Parts, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -218,12 +150,12 @@ class TestEveryModel:
     ) -> None:
         async with ScriptedModelServer() as server:
             with recording(monkeypatch) as stacks:
-                coder = make_coder(parts.inputs(Role.CODER, server, model=chat_model(server, model)))
+                coder, run = coder_and_run(parts.inputs(Role.CODER, server, model=chat_model(server, model)))
 
         assert "write_todos" in tool_names(coder)
         assert stacks.names("coder")[-len(TAIL) :] == TAIL
-        _edge_is_innermost(coder)
-        _edge_is_innermost(subagent(coder, "general-purpose"))
+        _edge_is_innermost(coder, run)
+        _edge_is_innermost(subagent(coder, "general-purpose", run))
 
 
 class TestReviewerRun:
@@ -238,8 +170,9 @@ class TestReviewerRun:
             .reply("Nothing to change.")
         )
         async with ScriptedModelServer(script) as server:
-            reviewer = make_reviewer(parts.inputs(Role.REVIEWER, server))
-            result = await reviewer.ainvoke({"messages": []}, run_config(parts.thread_id))
+            inputs = parts.inputs(Role.REVIEWER, server)
+            reviewer = reviewer_graph(inputs)
+            result = await reviewer.ainvoke({"messages": []}, run_config(parts.thread_id), context=reviewer_run(inputs))
 
         errors = [m.text for m in result["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
         assert any("execute is not a valid tool" in text for text in errors)
@@ -264,8 +197,8 @@ class TestSharedStepBudget:
             .reply("unreachable: the parent's fourth call")
         )
         async with ScriptedModelServer(script) as server:
-            coder = make_coder(parts.inputs(Role.CODER, server, limits=RunLimits(model_calls=3)))
-            result = await coder.ainvoke({"messages": []}, run_config(parts.thread_id))
+            coder, run = coder_and_run(parts.inputs(Role.CODER, server, limits=RunLimits(model_calls=3)))
+            result = await coder.ainvoke({"messages": []}, run_config(parts.thread_id), context=run)
 
         assert len(server.requests) == 3
         assert _answers(result["messages"])["task"] == "The workspace is empty."
@@ -281,8 +214,8 @@ class TestSharedStepBudget:
             .reply("unreachable: the subagent's second call")
         )
         async with ScriptedModelServer(script) as server:
-            coder = make_coder(parts.inputs(Role.CODER, server, limits=RunLimits(model_calls=2)))
-            result = await coder.ainvoke({"messages": []}, run_config(parts.thread_id))
+            coder, run = coder_and_run(parts.inputs(Role.CODER, server, limits=RunLimits(model_calls=2)))
+            result = await coder.ainvoke({"messages": []}, run_config(parts.thread_id), context=run)
 
         assert len(server.requests) == 2
         assert "step limit" in _answers(result["messages"])["task"]
@@ -304,8 +237,8 @@ class TestSharedCircuitBreaker:
         )
         async with ScriptedModelServer(script) as server:
             inputs = parts.inputs(Role.CODER, server, limits=RunLimits(sandbox_failures=1), notifier=notifier)
-            coder = make_coder(inputs)
-            result = await coder.ainvoke({"messages": []}, run_config(parts.thread_id))
+            coder, run = coder_and_run(inputs)
+            result = await coder.ainvoke({"messages": []}, run_config(parts.thread_id), context=run)
 
         assert len(server.requests) == 2
         assert stop_reason(result["messages"]) is StopReason.SANDBOX_FAILURES
@@ -321,8 +254,8 @@ class TestCoderPlan:
         ]
         script = Script().tool_call("write_todos", todos=todos).empty().reply("Fixed.")
         async with ScriptedModelServer(script) as server:
-            coder = make_coder(parts.inputs(Role.CODER, server))
-            result = await coder.ainvoke({"messages": []}, run_config(parts.thread_id))
+            coder, run = coder_and_run(parts.inputs(Role.CODER, server))
+            result = await coder.ainvoke({"messages": []}, run_config(parts.thread_id), context=run)
 
         assert "write_todos" in server.requests[0].tool_names
         nudge = _answers(result["messages"])[CONTINUE]

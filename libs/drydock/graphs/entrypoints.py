@@ -5,6 +5,13 @@ Drydock's per-run inputs (the sandbox, the model, the tools, the channel adapter
 objects, so they travel in the config's ``configurable`` under :data:`INPUTS_KEY`; the worker
 puts them there (:func:`with_inputs`) and the factory takes them out. Each role's module is
 imported only when its factory is called, so a worker loads only its own role's graph.
+
+The coder's and the reviewer's graphs are shared by the runs of a process
+(:mod:`drydock.graphs.shared`): their factories return the graph compiled for the run's model,
+and :func:`run_context` what the run brings to it, which the worker passes as LangGraph's
+runtime context. The analyzer's graph is still built per run (its context is None): its
+backend is a composite of the sandbox and per-run read-only routes, which the framework's file
+middleware inspects when it is built.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from drydock.graphs.inputs import AgentInputs
+from drydock.graphs.shared import RunContext
 
 INPUTS_KEY = "drydock_inputs"
 """Where a run's :class:`~drydock.graphs.inputs.AgentInputs` sit in ``config["configurable"]``."""
@@ -42,18 +50,32 @@ def inputs_of(config: RunnableConfig) -> AgentInputs:
     return found
 
 
-def coder(config: RunnableConfig) -> Graph:
-    """The ``coder`` graph for the run ``config`` describes."""
-    from drydock.graphs.coder import make_coder
+def run_context(graph: str, config: RunnableConfig) -> RunContext | None:
+    """What the run ``config`` describes brings to graph ``graph`` (None: a graph built per run)."""
+    if graph == "coder":
+        from drydock.graphs.coder import coder_run
 
-    return make_coder(inputs_of(config))
+        return coder_run(inputs_of(config))
+    if graph == "reviewer":
+        from drydock.graphs.reviewer import reviewer_run
+
+        return reviewer_run(inputs_of(config))
+    return None
+
+
+def coder(config: RunnableConfig) -> Graph:
+    """The ``coder`` graph for the run ``config`` describes: the process's graph for its model
+    and fallback model, compiled at the first run that needs it."""
+    from drydock.graphs.coder import coder_graph
+
+    return coder_graph(inputs_of(config))
 
 
 def reviewer(config: RunnableConfig) -> Graph:
     """The ``reviewer`` graph for the run ``config`` describes."""
-    from drydock.graphs.reviewer import make_reviewer
+    from drydock.graphs.reviewer import reviewer_graph
 
-    return make_reviewer(inputs_of(config))
+    return reviewer_graph(inputs_of(config))
 
 
 def analyzer(config: RunnableConfig) -> Graph:

@@ -127,8 +127,13 @@ def coder_subagent(inputs: AgentInputs, budget: StepBudget, breaker: SandboxCirc
         state_schema=DeepAgentState,
         name=GENERAL_PURPOSE_SUBAGENT["name"],
     )
+    return general_purpose(BuiltAtFirstCall(build))
+
+
+def general_purpose(runnable: Runnable[Any, Any]) -> CompiledSubAgent:
+    """The framework's general-purpose subagent, run by ``runnable``."""
     return {
         "name": GENERAL_PURPOSE_SUBAGENT["name"],
         "description": GENERAL_PURPOSE_SUBAGENT["description"],
-        "runnable": BuiltAtFirstCall(build),
+        "runnable": runnable,
     }

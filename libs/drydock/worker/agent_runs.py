@@ -2,8 +2,9 @@
 the run loop in DESIGN.md section 3).
 
 Per run: read the thread's metadata, resolve the model (thread, user, team, installation),
-ensure the sandbox and the repository's checkout, build the role's tools and a fresh agent
-from the role's graph factory, and run it against the thread's checkpoint. A run interrupted by
+ensure the sandbox and the repository's checkout, build the role's tools, take the role's graph
+from its factory (shared by the process's runs, :mod:`drydock.graphs.shared`) with what this run
+brings to it, and run it against the thread's checkpoint. A run interrupted by
 a crash is resumed from its last checkpoint (the next step of the graph is still pending);
 otherwise a new turn starts, and the inbox middleware injects what arrived since the last one.
 Roles differ only through their :class:`~drydock.worker.role_spec.RoleSpec`: its tools and
@@ -59,8 +60,9 @@ from drydock.channels.run_status import RunStatus
 from drydock.checkpoints import DrydockRedisSaver
 from drydock.config import Settings
 from drydock.errors import describe
-from drydock.graphs.entrypoints import with_inputs
+from drydock.graphs.entrypoints import run_context, with_inputs
 from drydock.graphs.inputs import AgentInputs, GraphFactory
+from drydock.graphs.shared import RunContext
 from drydock.infra.redis import Keys
 from drydock.middleware import EmptyReplies, RunLimits, StopReason, stop_reason
 from drydock.middleware.inbox_injection import inbox_message_id, inbox_message_text
@@ -356,7 +358,9 @@ class AgentRuns:
             redactor=redactor,
             plan_refusal=self._plan_refusal(scope),
         )
-        agent = parts.factory(with_inputs(config, inputs))
+        run_config = with_inputs(config, inputs)
+        agent = parts.factory(run_config)
+        context = run_context(parts.spec.graph, run_config)
         await events.emit(
             EventType.STARTED, model=resolved.id, effort=resolved.effort, sandbox_id=backend.id, fence=fence
         )
@@ -370,6 +374,7 @@ class AgentRuns:
             await inbox.start()
             cursor, stopped_at = await self._drive(
                 agent,
+                context,
                 config,
                 events,
                 status,
@@ -419,6 +424,7 @@ class AgentRuns:
     async def _drive(
         self,
         agent: CompiledStateGraph[Any, Any, Any, Any],
+        context: RunContext | None,
         config: RunnableConfig,
         events: RunEvents,
         status: SourceStatus | None,
@@ -428,7 +434,7 @@ class AgentRuns:
         settle: Callable[[], Awaitable[None]],
     ) -> tuple[int, Reached | None]:
         """Run the turn; the inbox cursor after it, and the spend limit it stopped at (if it did)."""
-        values, stopped_by = await self._stream(agent, None, config, events) if resume else (None, None)
+        values, stopped_by = await self._stream(agent, context, None, config, events) if resume else (None, None)
         if values is None:
             # Nothing to resume (or the interrupted turn had in fact finished): a new turn begins.
             turn: dict[str, Any] = {"messages": []}
@@ -437,7 +443,7 @@ class AgentRuns:
                 if not turn["messages"]:
                     await events.emit(EventType.COMPLETED, summary="", skipped=True)
                     return int(turn["inbox_cursor"]), None
-            values, stopped_by = await self._stream(agent, turn, config, events)
+            values, stopped_by = await self._stream(agent, context, turn, config, events)
         if values is None:
             values = (await agent.aget_state(config)).values
         # Before the end event: a viewer that sees the run end reads its changes.
@@ -480,6 +486,7 @@ class AgentRuns:
     async def _stream(
         self,
         agent: CompiledStateGraph[Any, Any, Any, Any],
+        context: RunContext | None,
         turn: dict[str, Any] | None,
         config: RunnableConfig,
         events: RunEvents,
@@ -496,7 +503,7 @@ class AgentRuns:
             # A step's checkpoint is written while the next step runs: a crash can lose the steps
             # still being written, and the resumed run repeats them, as it repeats a tool call
             # interrupted in sync mode; every step no longer waits for its Redis round trips.
-            stream = agent.astream(turn, config, stream_mode=["updates", "values"], durability="async")
+            stream = agent.astream(turn, config, context=context, stream_mode=["updates", "values"], durability="async")
             async with contextlib.aclosing(cast(AsyncGenerator[tuple[str, Any], None], stream)) as chunks:
                 async for mode, chunk in chunks:
                     if mode == "values":

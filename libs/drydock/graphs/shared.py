@@ -1,0 +1,367 @@
+"""One compiled agent graph per role and model, shared by every run of a worker process.
+
+Compiling a deep agent is framework work (schemas, signatures, the tool node, the state graph):
+about 10 ms of CPU and 300 KiB that a run held from its start to its end, built anew for every
+run although two runs of a role differ only in the objects they act on. So the graph is
+compiled once per (role, model, fallback model) and each run brings its own objects in
+LangGraph's runtime context (``astream(..., context=RunContext(...))``):
+
+- **middleware**: the role's list is built per run as before (each step bound to the run's
+  thread, inbox, budget, breaker, redactor...); the shared graph holds a stand-in at each
+  position (:func:`run_bound`) that overrides the same hooks and hands every call to the run's
+  instance at that position;
+- **tools**: the run's tools, found by name (:class:`RunTools`): the model is offered the run's
+  tools and a tool call runs the run's tool. The shared graph's own copies
+  (:func:`placeholder_tools`) refuse to run: nothing of one run is kept in the shared graph;
+- **the sandbox** the framework's file and shell tools use (:class:`RunBackend`);
+- **the system prompt** (:class:`RunPrompt`), and the coder's **subagent** (:class:`RunSubagent`).
+
+A stand-in without its run's context raises :class:`MissingRunContext` instead of acting.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from deepagents.backends.protocol import (
+    DeleteResult,
+    EditResult,
+    ExecuteResponse,
+    FileDownloadResponse,
+    FileUploadResponse,
+    GlobResult,
+    GrepResult,
+    LsResult,
+    ReadResult,
+    SandboxBackendProtocol,
+    WriteResult,
+)
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.tools import ToolRuntime
+from langchain.tools.tool_node import ToolCallRequest
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import SystemMessage, ToolMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime, get_runtime
+from langgraph.types import Command
+
+Graph = CompiledStateGraph[Any, Any, Any, Any]
+
+HOOKS = (
+    "before_agent",
+    "abefore_agent",
+    "before_model",
+    "abefore_model",
+    "after_model",
+    "aafter_model",
+    "after_agent",
+    "aafter_agent",
+    "wrap_model_call",
+    "awrap_model_call",
+    "wrap_tool_call",
+    "awrap_tool_call",
+)
+"""The middleware hooks ``create_agent`` builds the graph from (a node or a wrapper each)."""
+SHARED_GRAPHS = 16
+"""Compiled graphs a worker process keeps (one per role, model and fallback model in use)."""
+
+
+class MissingRunContext(RuntimeError):
+    """A shared graph ran without its run's :class:`RunContext`."""
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What one run of a shared graph acts with: LangGraph's runtime context of the run."""
+
+    middleware: Sequence[AgentMiddleware[Any, Any, Any]]
+    """The run's middleware, in the positions of the shared graph's stand-ins."""
+    tools: Sequence[BaseTool]
+    """The run's own tools (the framework's come with the middleware or the backend)."""
+    backend: SandboxBackendProtocol
+    system_prompt: str
+    subagent: Runnable[Any, Any] | None = None
+    by_name: Mapping[str, BaseTool] = field(init=False)
+    """The run's tools and its middleware's tools, by name."""
+
+    def __post_init__(self) -> None:
+        tools = {tool.name: tool for step in self.middleware for tool in getattr(step, "tools", ())}
+        tools.update((tool.name, tool) for tool in self.tools)
+        object.__setattr__(self, "by_name", tools)
+
+
+def run_context(runtime: Runtime[Any] | ToolRuntime[Any, Any] | None) -> RunContext:
+    """The run's context from ``runtime``; :class:`MissingRunContext` without one."""
+    context = runtime.context if runtime is not None else None
+    if not isinstance(context, RunContext):
+        raise MissingRunContext(
+            "a shared Drydock graph runs only with its run's context: astream(..., context=RunContext(...))"
+        )
+    return context
+
+
+def current_context() -> RunContext:
+    """The context of the run whose graph step is executing now."""
+    try:
+        runtime = get_runtime()
+    except RuntimeError:
+        runtime = None
+    return run_context(runtime)
+
+
+class RunBound(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Stands in the shared graph for the run's middleware at one position (see :func:`run_bound`)."""
+
+    kind: type[AgentMiddleware[Any, Any, Any]]
+
+    def __init__(self, template: AgentMiddleware[Any, Any, Any], position: int) -> None:
+        super().__init__()
+        self.position = position
+        self._name = template.name
+        self.tools = list(getattr(template, "tools", ()))
+        if getattr(template, "state_schema", None) is not None:
+            self.state_schema = template.state_schema
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def step(self, runtime: Runtime[Any] | ToolRuntime[Any, Any] | None) -> AgentMiddleware[Any, Any, Any]:
+        """The run's middleware at this position."""
+        step = run_context(runtime).middleware[self.position]
+        if type(step) is not self.kind:
+            raise MissingRunContext(
+                f"the run's middleware at position {self.position} is {type(step).__name__}, "
+                f"not the {self.kind.__name__} the shared graph was built with"
+            )
+        return step
+
+
+def _delegate(hook: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    wraps = hook.endswith(("wrap_model_call", "wrap_tool_call"))
+
+    def delegate(self: RunBound, *args: Any, **kwargs: Any) -> Any:
+        # The framework passes a node hook's runtime by keyword, a wrapper's request by position.
+        runtime = args[0].runtime if wraps else kwargs["runtime"] if "runtime" in kwargs else args[1]
+        return getattr(self.step(runtime), hook)(*args, **kwargs)
+
+    # The framework reads a hook's signature (what it may be passed) and its jump targets.
+    delegate.__signature__ = inspect.signature(original)  # type: ignore[attr-defined]
+    delegate.__name__ = hook
+    if hasattr(original, "__can_jump_to__"):
+        delegate.__can_jump_to__ = original.__can_jump_to__  # type: ignore[attr-defined]
+    return delegate
+
+
+_STAND_INS: dict[type[AgentMiddleware[Any, Any, Any]], type[RunBound]] = {}
+
+
+def _stand_in(kind: type[AgentMiddleware[Any, Any, Any]]) -> type[RunBound]:
+    known = _STAND_INS.get(kind)
+    if known is None:
+        hooks = {
+            hook: _delegate(hook, getattr(kind, hook))
+            for hook in HOOKS
+            if getattr(kind, hook) is not getattr(AgentMiddleware, hook)
+        }
+        known = _STAND_INS[kind] = cast(
+            type[RunBound], type(f"RunBound{kind.__name__}", (RunBound,), {"kind": kind, **hooks})
+        )
+    return known
+
+
+def run_bound(middleware: Sequence[AgentMiddleware[Any, Any, Any]]) -> list[AgentMiddleware[Any, Any, Any]]:
+    """Stand-ins for ``middleware`` (a run's list): each overrides the hooks its step overrides,
+    under its name, with its tools and state schema, and hands each call to the step at its
+    position in the running run's list."""
+    return [_stand_in(type(step))(step, position) for position, step in enumerate(middleware)]
+
+
+async def _dispatched_per_run(**_: Any) -> str:
+    raise MissingRunContext("a shared graph's tool runs only as the run's own tool")
+
+
+def placeholder_tools(tools: Sequence[BaseTool]) -> list[BaseTool]:
+    """Copies of ``tools`` for a shared graph: the same name, description and arguments (what
+    the model is offered and the tool node validates), but no run behind them."""
+    copies: list[BaseTool] = []
+    for tool in tools:
+        if not isinstance(tool, StructuredTool):
+            raise TypeError(f"tool {tool.name} is a {type(tool).__name__}; a shared graph copies StructuredTools")
+        copies.append(tool.model_copy(update={"func": None, "coroutine": _dispatched_per_run}))
+    return copies
+
+
+class RunTools(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Offers the model the run's tools and runs the run's tool for each call, by name."""
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        by_name = run_context(request.runtime).by_name
+        tools = [by_name.get(tool.name, tool) if isinstance(tool, BaseTool) else tool for tool in request.tools]
+        return await handler(request.override(tools=tools))
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        tool = run_context(request.runtime).by_name.get(request.tool_call["name"])
+        return await handler(request.override(tool=tool) if tool is not None else request)
+
+
+class RunPrompt(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Puts the run's system prompt first, where a graph built for the run has it."""
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        prompt = run_context(request.runtime).system_prompt
+        added = request.system_message.content_blocks if request.system_message is not None else []
+        if not added:
+            return await handler(request.override(system_message=SystemMessage(content=prompt)))
+        blocks: list[Any] = [{"type": "text", "text": prompt}]
+        for block in added:
+            if len(blocks) == 1 and block["type"] == "text":
+                # The framework's parts follow the prompt as they follow a prompt given at build.
+                blocks.append({**block, "text": "\n\n" + block["text"].removeprefix("\n\n")})
+            else:
+                blocks.append(block)
+        return await handler(request.override(system_message=SystemMessage(content_blocks=blocks)))
+
+
+class RunSubagent(Runnable[Any, Any]):
+    """A subagent slot of a shared graph: runs the running run's subagent."""
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        raise MissingRunContext("Drydock runs its agents asynchronously")
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        subagent = current_context().subagent
+        if subagent is None:
+            raise MissingRunContext("the run has no subagent")
+        return await subagent.ainvoke(input, config, **kwargs)
+
+
+class RunBackend(SandboxBackendProtocol):
+    """The framework's backend in a shared graph: the running run's sandbox."""
+
+    @property
+    def id(self) -> str:
+        return current_context().backend.id
+
+    def execute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
+        return current_context().backend.execute(command, timeout=timeout)
+
+    async def aexecute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:  # noqa: ASYNC109
+        return await current_context().backend.aexecute(command, timeout=timeout)
+
+    def ls(self, path: str) -> LsResult:
+        return current_context().backend.ls(path)
+
+    async def als(self, path: str) -> LsResult:
+        return await current_context().backend.als(path)
+
+    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
+        return current_context().backend.read(file_path, offset, limit)
+
+    async def aread(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
+        return await current_context().backend.aread(file_path, offset, limit)
+
+    def grep(
+        self, pattern: str, path: str | None = None, glob: str | None = None, *, max_count: int | None = None
+    ) -> GrepResult:
+        return current_context().backend.grep(pattern, path, glob, max_count=max_count)
+
+    async def agrep(
+        self, pattern: str, path: str | None = None, glob: str | None = None, *, max_count: int | None = None
+    ) -> GrepResult:
+        return await current_context().backend.agrep(pattern, path, glob, max_count=max_count)
+
+    def glob(self, pattern: str, path: str | None = None) -> GlobResult:
+        return current_context().backend.glob(pattern, path)
+
+    async def aglob(self, pattern: str, path: str | None = None) -> GlobResult:
+        return await current_context().backend.aglob(pattern, path)
+
+    def write(self, file_path: str, content: str) -> WriteResult:
+        return current_context().backend.write(file_path, content)
+
+    async def awrite(self, file_path: str, content: str) -> WriteResult:
+        return await current_context().backend.awrite(file_path, content)
+
+    def edit(self, file_path: str, old_string: str, new_string: str, replace_all: bool = False) -> EditResult:
+        return current_context().backend.edit(file_path, old_string, new_string, replace_all)
+
+    async def aedit(self, file_path: str, old_string: str, new_string: str, replace_all: bool = False) -> EditResult:
+        return await current_context().backend.aedit(file_path, old_string, new_string, replace_all)
+
+    def delete(self, file_path: str) -> DeleteResult:
+        return current_context().backend.delete(file_path)
+
+    async def adelete(self, file_path: str) -> DeleteResult:
+        return await current_context().backend.adelete(file_path)
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        return current_context().backend.upload_files(files)
+
+    async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        return await current_context().backend.aupload_files(files)
+
+    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        return current_context().backend.download_files(paths)
+
+    async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        return await current_context().backend.adownload_files(paths)
+
+
+def model_key(model: BaseChatModel | None) -> str | None:
+    """What two runs' model clients must agree on to share a graph: every setting that shapes
+    a request (the client's callbacks, cache and tags excepted)."""
+    if model is None:
+        return None
+    return model.model_dump_json(exclude={"callbacks", "callback_manager", "cache", "metadata", "tags"})
+
+
+class SharedGraphs:
+    """The compiled graphs of a worker process, by key, the least recently used dropped first."""
+
+    def __init__(self, size: int = SHARED_GRAPHS) -> None:
+        self.size = size
+        self._graphs: OrderedDict[Hashable, Graph] = OrderedDict()
+
+    def get(self, key: Hashable, build: Callable[[], Graph]) -> Graph:
+        graph = self._graphs.get(key)
+        if graph is None:
+            graph = self._graphs[key] = build()
+            while len(self._graphs) > self.size:
+                self._graphs.popitem(last=False)
+        self._graphs.move_to_end(key)
+        return graph
+
+    def of(
+        self,
+        role: str,
+        model: BaseChatModel,
+        fallback: BaseChatModel | None,
+        checkpointer: object,
+        build: Callable[[], Graph],
+    ) -> Graph:
+        """The graph of ``role`` for runs with ``model``, ``fallback`` and ``checkpointer``."""
+        # The graph keeps its checkpointer, so the id names that checkpointer while it is cached.
+        return self.get((role, model_key(model), model_key(fallback), id(checkpointer)), build)
+
+
+GRAPHS = SharedGraphs()
+"""The process's shared graphs."""

@@ -1,0 +1,156 @@
+"""The coder's and the reviewer's graphs shared by a worker's runs (:mod:`drydock.graphs.shared`):
+a run on one sends the model exactly what a graph built for that run sends, each of two
+concurrent runs acts in its own sandbox for its own thread, and nothing runs without its run's
+context."""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from typing import Any, cast
+
+import pytest
+from deepagents import create_deep_agent
+from deepagents.middleware.filesystem import FilesystemMiddleware
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import HumanMessage
+
+from drydock.graphs.coder import coder_graph, coder_run
+from drydock.graphs.reviewer import READ_TOOLS, reviewer_graph, reviewer_run
+from drydock.graphs.shared import MissingRunContext
+from drydock.graphs.subagents import NoSubagents, general_purpose
+from drydock.graphs.turn_state import InboxTurnState
+from drydock.roles import Role
+from drydock.sandbox.backend import SandboxBackend
+from drydock.sandbox.providers.local import LocalProvider
+from tests.fakes.openai_server import ReceivedRequest, Script, ScriptedModelServer
+from tests.graphs.conftest import Parts
+from tests.middleware.conftest import chat_model, run_config
+
+
+def _script() -> Script:
+    return (
+        Script()
+        .tool_call("write_todos", todos=[{"content": "look around", "status": "in_progress"}])
+        .tool_call("ls", path="/")
+        .tool_call("report_confidence", confidence=0.5, diagnosis="a guess")
+        .reply("done")
+    )
+
+
+def _without_ids(body: dict[str, Any]) -> dict[str, Any]:
+    return {**body, "messages": [{k: v for k, v in m.items() if k != "id"} for m in body["messages"]]}
+
+
+def _reviewer_script() -> Script:
+    return Script().tool_call("ls", path="/").tool_call("git", command="log", args=["--oneline"]).reply("Looks fine.")
+
+
+class TestTheSharedReviewer:
+    async def test_a_run_sends_what_a_graph_built_for_it_sends(self, parts: Parts) -> None:
+        sent: list[list[dict[str, Any]]] = []
+        for shared in (False, True):
+            async with ScriptedModelServer(_reviewer_script()) as server:
+                inputs = parts.inputs(Role.REVIEWER, server)
+                run = reviewer_run(inputs)
+                config = run_config(f"{parts.thread_id}-{shared}")
+                turn: Any = {"messages": [HumanMessage("review it")]}
+                if shared:
+                    await reviewer_graph(inputs).ainvoke(turn, config, context=run)
+                else:
+                    built = create_deep_agent(
+                        inputs.model,
+                        run.tools,
+                        system_prompt=run.system_prompt,
+                        middleware=[
+                            cast(
+                                AgentMiddleware[Any, Any, Any],
+                                FilesystemMiddleware(backend=inputs.backend, tools=READ_TOOLS),
+                            ),
+                            NoSubagents(),
+                            *run.middleware,
+                        ],
+                        backend=inputs.backend,
+                        checkpointer=inputs.checkpointer,
+                        state_schema=InboxTurnState,
+                        name="reviewer",
+                    )
+                    await built.ainvoke(turn, config)
+                sent.append([_without_ids(request.body) for request in server.requests])
+
+        per_run, shared_graph = sent
+        assert len(per_run) == 3
+        assert shared_graph == per_run
+
+
+class TestTheSharedCoder:
+    async def test_a_run_sends_what_a_graph_built_for_it_sends(self, parts: Parts) -> None:
+        sent: list[list[dict[str, Any]]] = []
+        for shared in (False, True):
+            async with ScriptedModelServer(_script()) as server:
+                inputs = parts.inputs(Role.CODER, server)
+                run = coder_run(inputs)
+                config = run_config(f"{parts.thread_id}-{shared}")
+                turn: Any = {"messages": [HumanMessage("look around")]}
+                if shared:
+                    await coder_graph(inputs).ainvoke(turn, config, context=run)
+                else:
+                    built = create_deep_agent(
+                        inputs.model,
+                        inputs.tools,
+                        system_prompt=run.system_prompt,
+                        middleware=list(run.middleware),
+                        subagents=[general_purpose(run.subagent)] if run.subagent is not None else [],
+                        backend=inputs.backend,
+                        checkpointer=inputs.checkpointer,
+                        name="coder",
+                    )
+                    await built.ainvoke(turn, config)
+                sent.append([_without_ids(request.body) for request in server.requests])
+
+        per_run, shared_graph = sent
+        assert len(per_run) == 4
+        assert shared_graph == per_run
+
+    async def test_runs_with_the_same_model_share_one_graph(self, parts: Parts) -> None:
+        async with ScriptedModelServer() as server:
+            first = coder_graph(parts.inputs(Role.CODER, server))
+            assert coder_graph(parts.inputs(Role.CODER, server)) is first
+            other = coder_graph(parts.inputs(Role.CODER, server, model=chat_model(server, "gpt-5-mini")))
+        assert other is not first
+
+    async def test_two_concurrent_runs_each_act_in_their_own_sandbox(
+        self, parts: Parts, local_provider: LocalProvider
+    ) -> None:
+        def respond(request: ReceivedRequest) -> Script:
+            if any(message.get("role") == "tool" for message in request.messages):
+                return Script().reply("done")
+            token = request.texts("user")[-1]
+            return Script().tool_call("execute", command=f"echo {shlex.quote(token)} > ~/marker")
+
+        other = SandboxBackend(await local_provider.create("other-thread"))
+        try:
+            async with ScriptedModelServer(responder=respond) as server:
+                mine = parts.inputs(Role.CODER, server)
+                theirs = parts.inputs(Role.CODER, server, backend=other)
+                graph = coder_graph(mine)
+                assert coder_graph(theirs) is graph
+                await asyncio.gather(
+                    graph.ainvoke(
+                        {"messages": [HumanMessage("mine")]}, run_config("thread-mine"), context=coder_run(mine)
+                    ),
+                    graph.ainvoke(
+                        {"messages": [HumanMessage("theirs")]}, run_config("thread-theirs"), context=coder_run(theirs)
+                    ),
+                )
+            assert (await parts.sandbox.aexecute("cat ~/marker")).output.strip() == "mine"
+            assert (await other.aexecute("cat ~/marker")).output.strip() == "theirs"
+        finally:
+            await other.aclose()
+
+    async def test_without_its_run_nothing_acts(self, parts: Parts) -> None:
+        async with ScriptedModelServer(Script().tool_call("execute", command="touch ~/acted")) as server:
+            graph = coder_graph(parts.inputs(Role.CODER, server))
+            with pytest.raises(MissingRunContext, match="runs only with its run's context"):
+                await graph.ainvoke({"messages": [HumanMessage("act")]}, run_config(parts.thread_id))
+        assert (await parts.sandbox.aexecute("test -e ~/acted || echo absent")).output.strip() == "absent"
