@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import ToolMessage
 
-from drydock.graphs.analyzer import make_analyzer
+from drydock.graphs.analyzer import analyzer_graph, analyzer_run
 from drydock.graphs.inputs import AgentInputs
 from drydock.graphs.reviewer import reviewer_graph, reviewer_run
 from drydock.graphs.shared import RunBound, RunContext
@@ -120,12 +120,16 @@ class TestTheBuiltRoles:
         _no_node_per_step(reviewer)
 
     async def test_the_analyzer_keeps_its_one_saving_tool(self, parts: Parts, monkeypatch: pytest.MonkeyPatch) -> None:
-        analyzer, stacks = await _build(parts, Role.ANALYZER, make_analyzer, monkeypatch)
+        async with ScriptedModelServer() as server:
+            with recording(monkeypatch) as stacks:
+                inputs = parts.inputs(Role.ANALYZER, server)
+                analyzer, run = analyzer_graph(inputs), analyzer_run(inputs)
 
         assert tool_names(analyzer) == [*READ_TOOLS, *NUDGES, *ANALYZER_TOOLS]
-        assert stacks.names("analyzer") == [*HEAD, *_without_strip(ANALYZER_ORDER), "SkillsMiddleware", *TAIL]
+        steps = _without_strip(ANALYZER_ORDER)
+        assert stacks.names("analyzer") == [*HEAD, "RunTools", "RunPrompt", *steps, "SkillsMiddleware", *TAIL]
         assert isinstance(stacks.by_agent["analyzer"][1], NoSubagents)
-        _edge_is_innermost(analyzer)
+        _edge_is_innermost(analyzer, run)
 
 
 async def _commit_repository(parts: Parts) -> None:

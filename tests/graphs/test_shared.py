@@ -1,7 +1,6 @@
-"""The coder's and the reviewer's graphs shared by a worker's runs (:mod:`drydock.graphs.shared`):
-a run on one sends the model exactly what a graph built for that run sends, each of two
-concurrent runs acts in its own sandbox for its own thread, and nothing runs without its run's
-context."""
+"""Each role's graph shared by a worker's runs (:mod:`drydock.graphs.shared`): a run on one sends
+the model exactly what a graph built for that run sends, each of two concurrent runs acts in its
+own sandbox for its own thread, and nothing runs without its run's context."""
 
 from __future__ import annotations
 
@@ -15,6 +14,8 @@ from deepagents.middleware.filesystem import FilesystemMiddleware
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import HumanMessage
 
+from drydock.graphs.analyzer import FreshSkills, analyzer_graph, analyzer_run
+from drydock.graphs.analyzer_prompt import EVIDENCE_FILE, EVIDENCE_ROUTE
 from drydock.graphs.coder import coder_graph, coder_run
 from drydock.graphs.reviewer import READ_TOOLS, reviewer_graph, reviewer_run
 from drydock.graphs.shared import MissingRunContext
@@ -23,6 +24,7 @@ from drydock.graphs.turn_state import InboxTurnState
 from drydock.roles import Role
 from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.providers.local import LocalProvider
+from drydock.skills import SKILLS_ROUTE, skill_files, with_read_only_routes
 from tests.fakes.openai_server import ReceivedRequest, Script, ScriptedModelServer
 from tests.graphs.conftest import Parts
 from tests.middleware.conftest import chat_model, run_config
@@ -80,6 +82,53 @@ class TestTheSharedReviewer:
 
         per_run, shared_graph = sent
         assert len(per_run) == 3
+        assert shared_graph == per_run
+
+
+class TestTheSharedAnalyzer:
+    async def test_a_run_sends_what_a_graph_built_for_it_sends(self, parts: Parts) -> None:
+        sent: list[list[dict[str, Any]]] = []
+        for shared in (False, True):
+            script = (
+                Script()
+                .tool_call("ls", path="/skills/")
+                .tool_call("read_file", file_path=EVIDENCE_FILE)
+                .tool_call("ls", path="/")
+                .reply("Nothing to save.")
+            )
+            async with ScriptedModelServer(script) as server:
+                inputs = parts.inputs(Role.ANALYZER, server)
+                run = analyzer_run(inputs)
+                config = run_config(f"{parts.thread_id}-{shared}")
+                turn: Any = {"messages": [HumanMessage("learn")]}
+                if shared:
+                    await analyzer_graph(inputs).ainvoke(turn, config, context=run)
+                else:
+                    backend = with_read_only_routes(
+                        inputs.backend, {SKILLS_ROUTE: skill_files(), EVIDENCE_ROUTE: run.routes[EVIDENCE_ROUTE]}
+                    )
+                    built = create_deep_agent(
+                        inputs.model,
+                        run.tools,
+                        system_prompt=run.system_prompt,
+                        middleware=[
+                            cast(
+                                AgentMiddleware[Any, Any, Any], FilesystemMiddleware(backend=backend, tools=READ_TOOLS)
+                            ),
+                            NoSubagents(),
+                            FreshSkills(backend=backend, sources=[SKILLS_ROUTE]),
+                            *run.middleware,
+                        ],
+                        backend=backend,
+                        checkpointer=inputs.checkpointer,
+                        state_schema=InboxTurnState,
+                        name="analyzer",
+                    )
+                    await built.ainvoke(turn, config)
+                sent.append([_without_ids(request.body) for request in server.requests])
+
+        per_run, shared_graph = sent
+        assert len(per_run) == 4
         assert shared_graph == per_run
 
 

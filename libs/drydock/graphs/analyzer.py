@@ -6,6 +6,10 @@ beside it: ``/skills/`` (the package's skills) and ``/analysis/`` (this run's ev
 is ever written into the sandbox, and both refuse writes. Of the framework's tools it keeps the
 reading ones (no shell, no ``task``: :mod:`drydock.graphs.subagents`, the analyzer has no
 subagent); its only own tool is ``save_guidelines``.
+
+The graph is compiled once per model and shared by the process's runs
+(:mod:`drydock.graphs.shared`): its backend hands the sandbox and the evidence route to the
+running run's (:func:`analyzer_run`), while the skills route is the same for every run.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from langgraph.runtime import Runtime
 
 from drydock.graphs.analyzer_prompt import EVIDENCE_FILE, EVIDENCE_ROUTE, analyzer_prompt
 from drydock.graphs.inputs import AgentInputs
+from drydock.graphs.shared import GRAPHS, RunBackend, RunContext, RunPrompt, RunTools, placeholder_tools, run_bound
 from drydock.graphs.subagents import NoSubagents
 from drydock.graphs.token_count import summarization
 from drydock.graphs.turn_state import InboxTurnState
@@ -56,31 +61,55 @@ def evidence_files(checkout: AnalysisCheckout | None) -> ReadOnlyFiles:
     return ReadOnlyFiles({name: checkout.evidence.model_dump_json(indent=1, exclude={"until"})})
 
 
-def make_analyzer(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """A fresh analyzer agent for one run of ``inputs.scope.thread_id``."""
+def analyzer_run(inputs: AgentInputs) -> RunContext:
+    """What one run of ``inputs.scope.thread_id`` brings to the shared analyzer graph: its steps,
+    its sandbox and its evidence (the route the shared graph's backend hands to it)."""
     checkout = inputs.checkout if isinstance(inputs.checkout, AnalysisCheckout) else None
+    evidence = evidence_files(checkout)
+    backend = with_read_only_routes(inputs.backend, {SKILLS_ROUTE: skill_files(), EVIDENCE_ROUTE: evidence})
+    steps = at_the_provider_edge(
+        analyzer_middleware(
+            thread_id=inputs.scope.thread_id,
+            limits=inputs.limits,
+            usage=inputs.usage,
+            redactor=inputs.redactor,
+            spend=inputs.spend,
+        )
+    )
+    return RunContext(
+        middleware=[*steps, summarization(inputs.model, backend)],
+        tools=inputs.tools,
+        backend=inputs.backend,
+        system_prompt=analyzer_prompt(inputs.scope, inputs.checkout),
+        routes={EVIDENCE_ROUTE: evidence},
+    )
+
+
+def analyzer_graph(inputs: AgentInputs) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The process's analyzer graph for ``inputs``' model and checkpointer, compiled at the first
+    run that needs it."""
+    return GRAPHS.of(
+        "analyzer", inputs.model, None, inputs.checkpointer, lambda: shared_analyzer(inputs, analyzer_run(inputs))
+    )
+
+
+def shared_analyzer(inputs: AgentInputs, run: RunContext) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The analyzer graph for ``inputs``' model, shaped after ``run``; it keeps nothing of that run."""
     backend = with_read_only_routes(
-        inputs.backend, {SKILLS_ROUTE: skill_files(), EVIDENCE_ROUTE: evidence_files(checkout)}
+        RunBackend(), {SKILLS_ROUTE: skill_files(), EVIDENCE_ROUTE: RunBackend(route=EVIDENCE_ROUTE)}
     )
     middleware: list[AgentMiddleware[Any, Any, Any]] = [
         FilesystemMiddleware(backend=backend, tools=READ_TOOLS),
         NoSubagents(),
         FreshSkills(backend=backend, sources=[SKILLS_ROUTE]),
-        *at_the_provider_edge(
-            analyzer_middleware(
-                thread_id=inputs.scope.thread_id,
-                limits=inputs.limits,
-                usage=inputs.usage,
-                redactor=inputs.redactor,
-                spend=inputs.spend,
-            )
-        ),
+        RunTools(),
+        RunPrompt(),
+        *run_bound(run.middleware),
     ]
     return create_deep_agent(
         inputs.model,
-        inputs.tools,
-        system_prompt=analyzer_prompt(inputs.scope, inputs.checkout),
-        middleware=[*middleware, summarization(inputs.model, backend)],
+        placeholder_tools(run.tools),
+        middleware=middleware,
         backend=backend,
         checkpointer=inputs.checkpointer,
         state_schema=InboxTurnState,

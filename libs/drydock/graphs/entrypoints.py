@@ -6,12 +6,9 @@ objects, so they travel in the config's ``configurable`` under :data:`INPUTS_KEY
 puts them there (:func:`with_inputs`) and the factory takes them out. Each role's module is
 imported only when its factory is called, so a worker loads only its own role's graph.
 
-The coder's and the reviewer's graphs are shared by the runs of a process
-(:mod:`drydock.graphs.shared`): their factories return the graph compiled for the run's model,
-and :func:`run_context` what the run brings to it, which the worker passes as LangGraph's
-runtime context. The analyzer's graph is still built per run (its context is None): its
-backend is a composite of the sandbox and per-run read-only routes, which the framework's file
-middleware inspects when it is built.
+Every role's graph is shared by the runs of a process (:mod:`drydock.graphs.shared`): its
+factory returns the graph compiled for the run's model, and :func:`run_context` what the run
+brings to it, which the worker passes as LangGraph's runtime context.
 """
 
 from __future__ import annotations
@@ -51,7 +48,8 @@ def inputs_of(config: RunnableConfig) -> AgentInputs:
 
 
 def run_context(graph: str, config: RunnableConfig) -> RunContext | None:
-    """What the run ``config`` describes brings to graph ``graph`` (None: a graph built per run)."""
+    """What the run ``config`` describes brings to graph ``graph`` (None: a graph of another
+    manifest, built per run)."""
     if graph == "coder":
         from drydock.graphs.coder import coder_run
 
@@ -60,6 +58,10 @@ def run_context(graph: str, config: RunnableConfig) -> RunContext | None:
         from drydock.graphs.reviewer import reviewer_run
 
         return reviewer_run(inputs_of(config))
+    if graph == "analyzer":
+        from drydock.graphs.analyzer import analyzer_run
+
+        return analyzer_run(inputs_of(config))
     return None
 
 
@@ -80,6 +82,6 @@ def reviewer(config: RunnableConfig) -> Graph:
 
 def analyzer(config: RunnableConfig) -> Graph:
     """The ``analyzer`` graph for the run ``config`` describes."""
-    from drydock.graphs.analyzer import make_analyzer
+    from drydock.graphs.analyzer import analyzer_graph
 
-    return make_analyzer(inputs_of(config))
+    return analyzer_graph(inputs_of(config))

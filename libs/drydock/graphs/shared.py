@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from deepagents.backends.protocol import (
+    BackendProtocol,
     DeleteResult,
     EditResult,
     ExecuteResponse,
@@ -87,6 +88,8 @@ class RunContext:
     backend: SandboxBackendProtocol
     system_prompt: str
     subagent: Runnable[Any, Any] | None = None
+    routes: Mapping[str, BackendProtocol] = field(default_factory=dict)
+    """The run's own read-only routes beside the sandbox (the analyzer's evidence), by route."""
     by_name: Mapping[str, BaseTool] = field(init=False)
     """The run's tools and its middleware's tools, by name."""
 
@@ -255,75 +258,86 @@ class RunSubagent(Runnable[Any, Any]):
 
 
 class RunBackend(SandboxBackendProtocol):
-    """The framework's backend in a shared graph: the running run's sandbox."""
+    """The framework's backend in a shared graph: the running run's sandbox, or with ``route``
+    the run's backend for that route of a composite backend."""
+
+    def __init__(self, route: str | None = None) -> None:
+        self.route = route
+
+    def _backend(self) -> SandboxBackendProtocol:
+        context = current_context()
+        if self.route is None:
+            return context.backend
+        # A route serves files only: the composite runs commands in its default backend.
+        return cast(SandboxBackendProtocol, context.routes[self.route])
 
     @property
     def id(self) -> str:
-        return current_context().backend.id
+        return self._backend().id
 
     def execute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
-        return current_context().backend.execute(command, timeout=timeout)
+        return self._backend().execute(command, timeout=timeout)
 
     async def aexecute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:  # noqa: ASYNC109
-        return await current_context().backend.aexecute(command, timeout=timeout)
+        return await self._backend().aexecute(command, timeout=timeout)
 
     def ls(self, path: str) -> LsResult:
-        return current_context().backend.ls(path)
+        return self._backend().ls(path)
 
     async def als(self, path: str) -> LsResult:
-        return await current_context().backend.als(path)
+        return await self._backend().als(path)
 
     def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
-        return current_context().backend.read(file_path, offset, limit)
+        return self._backend().read(file_path, offset, limit)
 
     async def aread(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
-        return await current_context().backend.aread(file_path, offset, limit)
+        return await self._backend().aread(file_path, offset, limit)
 
     def grep(
         self, pattern: str, path: str | None = None, glob: str | None = None, *, max_count: int | None = None
     ) -> GrepResult:
-        return current_context().backend.grep(pattern, path, glob, max_count=max_count)
+        return self._backend().grep(pattern, path, glob, max_count=max_count)
 
     async def agrep(
         self, pattern: str, path: str | None = None, glob: str | None = None, *, max_count: int | None = None
     ) -> GrepResult:
-        return await current_context().backend.agrep(pattern, path, glob, max_count=max_count)
+        return await self._backend().agrep(pattern, path, glob, max_count=max_count)
 
     def glob(self, pattern: str, path: str | None = None) -> GlobResult:
-        return current_context().backend.glob(pattern, path)
+        return self._backend().glob(pattern, path)
 
     async def aglob(self, pattern: str, path: str | None = None) -> GlobResult:
-        return await current_context().backend.aglob(pattern, path)
+        return await self._backend().aglob(pattern, path)
 
     def write(self, file_path: str, content: str) -> WriteResult:
-        return current_context().backend.write(file_path, content)
+        return self._backend().write(file_path, content)
 
     async def awrite(self, file_path: str, content: str) -> WriteResult:
-        return await current_context().backend.awrite(file_path, content)
+        return await self._backend().awrite(file_path, content)
 
     def edit(self, file_path: str, old_string: str, new_string: str, replace_all: bool = False) -> EditResult:
-        return current_context().backend.edit(file_path, old_string, new_string, replace_all)
+        return self._backend().edit(file_path, old_string, new_string, replace_all)
 
     async def aedit(self, file_path: str, old_string: str, new_string: str, replace_all: bool = False) -> EditResult:
-        return await current_context().backend.aedit(file_path, old_string, new_string, replace_all)
+        return await self._backend().aedit(file_path, old_string, new_string, replace_all)
 
     def delete(self, file_path: str) -> DeleteResult:
-        return current_context().backend.delete(file_path)
+        return self._backend().delete(file_path)
 
     async def adelete(self, file_path: str) -> DeleteResult:
-        return await current_context().backend.adelete(file_path)
+        return await self._backend().adelete(file_path)
 
     def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
-        return current_context().backend.upload_files(files)
+        return self._backend().upload_files(files)
 
     async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
-        return await current_context().backend.aupload_files(files)
+        return await self._backend().aupload_files(files)
 
     def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
-        return current_context().backend.download_files(paths)
+        return self._backend().download_files(paths)
 
     async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
-        return await current_context().backend.adownload_files(paths)
+        return await self._backend().adownload_files(paths)
 
 
 def model_key(model: BaseChatModel | None) -> str | None:

@@ -115,7 +115,7 @@ class ReadOnlyFiles(BackendProtocol):
         return [FileUploadResponse(path=path, error=READ_ONLY) for path, _ in files]
 
 
-def with_read_only_routes(backend: BackendProtocol, routes: Mapping[str, ReadOnlyFiles]) -> CompositeBackend:
+def with_read_only_routes(backend: BackendProtocol, routes: Mapping[str, BackendProtocol]) -> CompositeBackend:
     """``backend`` (the sandbox) with ``routes`` (``/skills/`` → files) served read-only beside it.
     Commands still run in the sandbox, which never holds the routed files."""
     return CompositeBackend(default=backend, routes=dict(routes))
