@@ -11,6 +11,19 @@ single Redis (or a replicated one), not on Redis Cluster.
 
 It talks binary: it gets a client of its own (``decode_responses=False``) rather than the
 runtime's string client.
+
+Retention: at the end of each run the worker compacts the thread (:meth:`DrydockRedisSaver.acompact`,
+under the thread's lease). Deep Agents keeps ``messages`` (and ``files``) in a ``DeltaChannel``,
+which a checkpoint stores only as a snapshot every 50 updates; in between, loading a thread
+replays the writes of its ancestors back to the last snapshot. Compaction rebuilds each delta
+channel's value at the latest checkpoint with the channel's own reducer, stores it there as a
+snapshot (``_DeltaSnapshot``) and clears the channel's counter in the checkpoint's metadata, in
+one transaction; then it deletes every other checkpoint of the namespace, with their pending
+writes and the blobs only they refer to (:meth:`DrydockRedisSaver.keep_latest`). A finished
+thread keeps one checkpoint, and the next run loads it without reading any history. The
+subgraphs' namespaces (the coder's subagent) are pruned with ``keep_latest`` only. The inbox
+cursor is read alone (:meth:`DrydockRedisSaver.aget_channel_value`: two round trips, one blob
+decoded), not with the whole checkpoint.
 """
 
 from __future__ import annotations
@@ -126,7 +139,8 @@ class DrydockRedisSaver(AsyncRedisSaver):
     base walk loads one checkpoint per step (three round trips each, a few hundred for a
     thread mid-conversation, most of the time to a run's first model call). This one follows
     the same parent links over pages of the thread's timeline, four round trips per page, and
-    returns the same history.
+    returns the same history. A thread compacted at its last run's end (:meth:`acompact`) has no
+    history to walk; a run resumed after a crash walks back to that compaction.
     """
 
     history_page = HISTORY_PAGE
