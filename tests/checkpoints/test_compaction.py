@@ -11,6 +11,7 @@ from deepagents import create_deep_agent
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from drydock.bus import Author, Bus, Channel, InboxMessage, ReplyAddress
@@ -19,7 +20,7 @@ from drydock.middleware.inbox_injection import InboxInjection
 from drydock.middleware.planning import Planning
 from drydock.threads import Inbox
 from tests.checkpoints.history_reads import HistoryReads
-from tests.checkpoints.test_delta_history import Log, _graph
+from tests.checkpoints.test_delta_history import Log, _graph, _graph_without_saver
 from tests.fakes.openai_server import Script, ScriptedModelServer
 from tests.middleware.conftest import chat_model
 
@@ -152,6 +153,23 @@ class TestACompactionCutShort:
         assert (await graph.aget_state(config)).values == {"lines": ["only turn", "first 1", "second 2"], "turns": 1}
 
 
+class TestExpiry:
+    async def test_what_compaction_writes_expires_as_the_saver_says(
+        self, checkpointer: DrydockRedisSaver, thread_id: str
+    ) -> None:
+        saver = DrydockRedisSaver(checkpointer.client, prefix=checkpointer.prefix, ttl=3600)
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        graph = _graph(saver)
+        for turn in range(3):
+            await graph.ainvoke(Log(lines=[f"turn {turn}"]), config)
+        assert await saver.acompact(config, graph.channels) > 0
+        keys = [key async for key in saver.client.scan_iter(match=f"*{thread_id}*", count=1000)]
+        assert keys
+        for key in keys:
+            assert 0 < await saver.client.ttl(key) <= 3600, key
+        assert len((await graph.aget_state(config)).values["lines"]) == 9
+
+
 class TestOneChannel:
     async def test_each_checkpoint_reads_the_value_its_tuple_holds(
         self, checkpointer: DrydockRedisSaver, thread_id: str
@@ -175,3 +193,33 @@ class TestOneChannel:
 
 def _at(config: RunnableConfig, checkpoint_id: str) -> RunnableConfig:
     return {"configurable": {**config["configurable"], "checkpoint_id": checkpoint_id}}
+
+
+class TestSubgraphs:
+    async def test_the_root_is_compacted_and_the_subgraphs_namespaces_are_left_to_keep_latest(
+        self, checkpointer: DrydockRedisSaver, thread_id: str
+    ) -> None:
+        builder = StateGraph(Log)
+        builder.add_node("inner", _graph_without_saver())
+        builder.add_edge(START, "inner")
+        builder.add_edge("inner", END)
+        outer = builder.compile(checkpointer=checkpointer)
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        for turn in range(9):
+            await outer.ainvoke(Log(lines=[f"turn {turn}"]), config)
+        root: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        inner = [ns for ns in await checkpointer._namespaces(thread_id) if ns]
+        assert len(inner) == 9
+        kept = {ns: len(await _checkpoints(checkpointer, _in(config, ns))) for ns in inner}
+        before = (await outer.aget_state(config)).values
+
+        await checkpointer.acompact(config, outer.channels)
+
+        assert len(await _checkpoints(checkpointer, root)) == 1
+        assert (await outer.aget_state(config)).values == before
+        # A subgraph's run is shorter than its delta channel's first snapshot: keep_latest keeps it.
+        assert {ns: len(await _checkpoints(checkpointer, _in(config, ns))) for ns in inner} == kept
+
+
+def _in(config: RunnableConfig, ns: str) -> RunnableConfig:
+    return {"configurable": {**config["configurable"], "checkpoint_ns": ns}}
