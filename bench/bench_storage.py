@@ -8,7 +8,8 @@ thread holds:
 - in NATS, the number of its messages in the inbox and events streams.
 
 Then a follow-up comment: its run's first model request must carry the whole conversation,
-from what the worker's pruning (:meth:`drydock.checkpoints.DrydockRedisSaver.aprune`) kept.
+from the one checkpoint the worker's compaction (:meth:`drydock.checkpoints.DrydockRedisSaver.acompact`)
+kept.
 
 Target: a finished 150-step thread holds less than 1 MB in Redis.
 Run: ``pdm run bench storage``.

@@ -11,17 +11,32 @@ single Redis (or a replicated one), not on Redis Cluster.
 
 It talks binary: it gets a client of its own (``decode_responses=False``) rather than the
 runtime's string client.
+
+Retention: at the end of each run the worker compacts the thread (:meth:`DrydockRedisSaver.acompact`,
+under the thread's lease). Deep Agents keeps ``messages`` (and ``files``) in a ``DeltaChannel``,
+which a checkpoint stores only as a snapshot every 50 updates; in between, loading a thread
+replays the writes of its ancestors back to the last snapshot. Compaction rebuilds each delta
+channel's value at the latest checkpoint with the channel's own reducer, stores it there as a
+snapshot (``_DeltaSnapshot``) and clears the channel's counter in the checkpoint's metadata, in
+one transaction; then it deletes every other checkpoint of the namespace, with their pending
+writes and the blobs only they refer to (:meth:`DrydockRedisSaver.keep_latest`). A finished
+thread keeps one checkpoint, and the next run loads it without reading any history. The
+subgraphs' namespaces (the coder's subagent) are pruned with ``keep_latest`` only. The inbox
+cursor is read alone (:meth:`DrydockRedisSaver.aget_channel_value`: two round trips, one blob
+decoded), not with the whole checkpoint.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
     ChannelVersions,
@@ -30,9 +45,11 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
     PendingWrite,
 )
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph_checkpoint_plainredis import AsyncRedisSaver
-from langgraph_checkpoint_plainredis.saver import _MISSING, _as_str
+from langgraph_checkpoint_plainredis.saver import _EMPTY_TAG, _MISSING, _as_str, _pack_typed, _unpack_typed
 from redis.asyncio import Redis
+from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
 from drydock.config import RedisSettings
@@ -61,12 +78,50 @@ class _Ancestor:
         self.raw_values = raw_values
 
 
+class _Latest:
+    """A namespace's latest checkpoint as stored: its id, the checkpoint without its channel
+    values, its metadata, its parent's id and its channels' versions."""
+
+    __slots__ = ("cid", "metadata", "parent_id", "stored", "versions")
+
+    def __init__(
+        self,
+        cid: str,
+        stored: Checkpoint,
+        metadata: CheckpointMetadata,
+        parent_id: str | None,
+        versions: dict[str, Any],
+    ) -> None:
+        self.cid = cid
+        self.stored = stored
+        self.metadata = metadata
+        self.parent_id = parent_id
+        self.versions = versions
+
+
+_LATEST = """
+local latest = redis.call('ZREVRANGE', KEYS[1], 0, 0)
+if #latest == 0 then
+    return false
+end
+return {latest[1], redis.call('GET', ARGV[1] .. latest[1])}
+"""
+"""The id and stored payload of a timeline's latest checkpoint, in one round trip. The payload's
+key is built here from the checkpoint keys' prefix (the saver runs on a single Redis, see the
+module's docstring)."""
+
 _ADD_TO_TIMELINE = """
 local seq = redis.call('INCR', KEYS[1])
 redis.call('ZADD', KEYS[2], seq, ARGV[1])
 return seq
 """
 """Numbers a checkpoint and adds it to its thread's timeline, inside the write's transaction."""
+
+
+def _holds_value(raw: bytes | None) -> bool:
+    """Whether a stored blob holds a value (rather than nothing, or the "no value" marker),
+    without decoding the value."""
+    return raw is not None and _unpack_typed(raw)[0] != _EMPTY_TAG
 
 
 class DrydockRedisSaver(AsyncRedisSaver):
@@ -84,7 +139,8 @@ class DrydockRedisSaver(AsyncRedisSaver):
     base walk loads one checkpoint per step (three round trips each, a few hundred for a
     thread mid-conversation, most of the time to a run's first model call). This one follows
     the same parent links over pages of the thread's timeline, four round trips per page, and
-    returns the same history.
+    returns the same history. A thread compacted at its last run's end (:meth:`acompact`) has no
+    history to walk; a run resumed after a crash walks back to that compaction.
     """
 
     history_page = HISTORY_PAGE
@@ -190,17 +246,121 @@ class DrydockRedisSaver(AsyncRedisSaver):
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``keep_latest``: delete each thread's checkpoints that resuming from its latest one does
-        not read (:meth:`keep_latest`); ``delete``: delete the threads' checkpoints."""
+        not read (:meth:`keep_latest`); ``delete``: delete the threads' checkpoints. The worker
+        compacts instead (:meth:`acompact`), which needs the graph's channels."""
         if strategy not in {"keep_latest", "delete"}:
             raise ValueError(f"unknown pruning strategy {strategy!r}; use keep_latest or delete")
         for thread_id in thread_ids:
             if strategy == "delete":
                 await self.adelete_thread(thread_id)
                 continue
-            # A thread written before the set existed has its root namespace pruned.
-            namespaces = await self.client.smembers(self._key_namespaces(thread_id)) or {b""}
-            for ns in sorted(map(_as_str, namespaces)):
+            for ns in await self._namespaces(thread_id):
                 await self.keep_latest(thread_id, ns)
+
+    async def acompact(self, config: RunnableConfig, channels: Mapping[str, object]) -> int:
+        """Leave the namespace of ``config`` (its thread's root one without ``checkpoint_ns``) one
+        checkpoint, its latest, holding every delta channel's value: first each
+        ``DeltaChannel`` of ``channels`` (the compiled graph's ``channels``; its other entries
+        are ignored) that the latest checkpoint does not store is rebuilt and stored there as a
+        snapshot (:meth:`snapshot_delta_channels`), then every other checkpoint is deleted
+        (:meth:`keep_latest`). Loading the thread then reads no history; a crash between the
+        two steps leaves a thread that loads from the snapshots, and the next compaction
+        deletes the rest.
+
+        Compacting the root namespace also prunes the thread's other namespaces (the subgraphs'
+        checkpoints, such as the coder's subagent) with :meth:`keep_latest`: their graphs'
+        channels are not at hand, and a finished run reads none of them again.
+
+        Run it only while no one writes the thread: the worker holds the thread's lease, at the
+        end of a run. Returns how many checkpoints were deleted.
+        """
+        thread_id: str = config["configurable"]["thread_id"]
+        ns: str = config["configurable"].get("checkpoint_ns", "")
+        await self.snapshot_delta_channels(thread_id, ns, channels)
+        deleted = await self.keep_latest(thread_id, ns)
+        if ns == "":
+            for other in await self._namespaces(thread_id):
+                if other != "":
+                    deleted += await self.keep_latest(thread_id, other)
+        return deleted
+
+    async def snapshot_delta_channels(self, thread_id: str, ns: str, channels: Mapping[str, object]) -> list[str]:
+        """Store, at the latest checkpoint of ``thread_id`` in ``ns``, a snapshot of each delta
+        channel of ``channels`` that it has a version of but no stored value for, rebuilt as
+        LangGraph rebuilds it on load (its seed and writes replayed with the channel's own
+        reducer), and clear the delta channels of ``channels`` from the checkpoint's
+        ``counters_since_delta_snapshot``: one transaction. Returns the channels snapshotted.
+
+        The blob written is the one the latest checkpoint's version names, so every checkpoint
+        at that version reads the same value as before, now without its history.
+        """
+        latest = await self._latest(thread_id, ns)
+        if latest is None:
+            return []
+        specs = {name: spec for name, spec in channels.items() if isinstance(spec, DeltaChannel)}
+        versioned = {name: latest.versions[name] for name in specs if name in latest.versions}
+        stored = (
+            cast(list[bytes | None], await self.client.mget(self._blob_keys(thread_id, ns, versioned)))
+            if versioned
+            else []
+        )
+        stale = [name for name, raw in zip(versioned, stored, strict=True) if not _holds_value(raw)]
+        counters = dict(latest.metadata.get("counters_since_delta_snapshot") or {})
+        if not stale and not counters.keys() & specs.keys():
+            return []
+        blobs: list[tuple[str, bytes]] = []
+        if stale:
+            histories = await self.aget_delta_channel_history(
+                config={"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": latest.cid}},
+                channels=stale,
+            )
+            for name in stale:
+                history = histories[name]
+                channel = specs[name].from_checkpoint(history.get("seed"))
+                channel.replay_writes(history["writes"])
+                snapshot = _DeltaSnapshot(channel.get())
+                blobs.append(
+                    (
+                        self._key_blob(thread_id, ns, name, versioned[name]),
+                        _pack_typed(*self.serde.dumps_typed(snapshot)),
+                    )
+                )
+        metadata = cast(CheckpointMetadata, dict(latest.metadata))
+        left = {name: counted for name, counted in counters.items() if name not in specs}
+        if left:
+            metadata["counters_since_delta_snapshot"] = left
+        else:
+            metadata.pop("counters_since_delta_snapshot", None)
+        payload = _pack_typed(
+            *self.serde.dumps_typed({"checkpoint": latest.stored, "metadata": metadata, "parent_id": latest.parent_id})
+        )
+        async with self.client.pipeline(transaction=True) as pipe:
+            for key, value in [*blobs, (self._key_checkpoint(thread_id, ns, latest.cid), payload)]:
+                pipe.set(key, value, keepttl=True)
+                if self.ttl:
+                    pipe.expire(key, self.ttl)
+            await pipe.execute()
+        return stale
+
+    async def aget_channel_value(self, config: RunnableConfig, channel: str, default: Any = None) -> Any:
+        """The stored value of one channel at the checkpoint ``config`` names (the latest without
+        ``checkpoint_id``), decoding only that channel's blob: two round trips. ``default`` when
+        there is no checkpoint or it stores no value for the channel. A delta channel stores a
+        value (a snapshot) only at some checkpoints; read those through the graph."""
+        thread_id: str = config["configurable"]["thread_id"]
+        ns: str = config["configurable"].get("checkpoint_ns", "")
+        cid = config["configurable"].get("checkpoint_id")
+        if cid is None:
+            latest = await self._latest(thread_id, ns)
+            versions = latest.versions if latest is not None else {}
+        else:
+            raw = cast(bytes | None, await self.client.get(self._key_checkpoint(thread_id, ns, cid)))
+            versions = self._parse_checkpoint_payload(raw)[3] if raw is not None else {}
+        if channel not in versions:
+            return default
+        blob = cast(bytes | None, await self.client.get(self._key_blob(thread_id, ns, channel, versions[channel])))
+        value = self._decode_blob(blob)
+        return default if value is _MISSING else value
 
     async def adelete_thread(self, thread_id: str) -> None:
         await super().adelete_thread(thread_id)
@@ -208,6 +368,25 @@ class DrydockRedisSaver(AsyncRedisSaver):
 
     def _key_namespaces(self, thread_id: str) -> str:
         return f"{self.prefix}:namespaces:{thread_id}"
+
+    async def _namespaces(self, thread_id: str) -> list[str]:
+        # A thread written before the set existed has its root namespace pruned.
+        namespaces = await self.client.smembers(self._key_namespaces(thread_id)) or {b""}
+        return sorted(map(_as_str, namespaces))
+
+    @functools.cached_property
+    def _latest_script(self) -> AsyncScript:
+        return self.client.register_script(_LATEST)
+
+    async def _latest(self, thread_id: str, ns: str) -> _Latest | None:
+        """The latest checkpoint of ``thread_id`` in ``ns``, without its channel values."""
+        reply = await self._latest_script(
+            keys=[self._key_index(thread_id, ns)], args=[self._key_checkpoint(thread_id, ns, "")]
+        )
+        if not reply or reply[1] is None:
+            return None
+        stored, metadata, parent_id, versions = self._parse_checkpoint_payload(reply[1])
+        return _Latest(_as_str(reply[0]), stored, metadata, parent_id, versions)
 
     async def keep_latest(self, thread_id: str, ns: str = "") -> int:
         """Delete the checkpoints of ``thread_id`` in ``ns`` that resuming from its latest one
@@ -219,17 +398,15 @@ class DrydockRedisSaver(AsyncRedisSaver):
 
         Run it only while no one writes the thread (the worker holds its lease).
         """
-        latest = await self.aget_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}})
+        latest = await self._latest(thread_id, ns)
         if latest is None:
             return 0
-        kept = {latest.checkpoint["id"]}
-        counters = latest.metadata.get("counters_since_delta_snapshot") or {}
-        remaining = set(counters)
-        cursor = latest.parent_config["configurable"]["checkpoint_id"] if latest.parent_config else None
-        async for ancestor in self._walk(thread_id, ns, cursor, remaining):
+        kept = {latest.cid}
+        remaining = set(latest.metadata.get("counters_since_delta_snapshot") or {})
+        async for ancestor in self._walk(thread_id, ns, latest.parent_id, remaining):
             kept.add(ancestor.cid)
             for channel in list(remaining):
-                if channel in ancestor.raw_values and self._decode_blob(ancestor.raw_values[channel]) is not _MISSING:
+                if channel in ancestor.raw_values and _holds_value(ancestor.raw_values[channel]):
                     remaining.discard(channel)
         if remaining:
             return 0

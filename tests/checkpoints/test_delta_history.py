@@ -24,6 +24,15 @@ class Log(TypedDict):
 
 
 def _graph(checkpointer: DrydockRedisSaver) -> CompiledStateGraph[Log, None, Log, Log]:
+    return _builder().compile(checkpointer=checkpointer)
+
+
+def _graph_without_saver() -> CompiledStateGraph[Log, None, Log, Log]:
+    """The same graph, to run as a subgraph on its parent's checkpointer."""
+    return _builder().compile()
+
+
+def _builder() -> StateGraph[Log, None, Log, Log]:
     async def first(state: Log) -> dict[str, Any]:
         return {"lines": [f"first {len(state['lines'])}"]}
 
@@ -36,7 +45,7 @@ def _graph(checkpointer: DrydockRedisSaver) -> CompiledStateGraph[Log, None, Log
     builder.add_edge(START, "first")
     builder.add_edge("first", "second")
     builder.add_edge("second", END)
-    return builder.compile(checkpointer=checkpointer)
+    return builder
 
 
 async def _both(saver: DrydockRedisSaver, config: RunnableConfig) -> tuple[Any, Any]:

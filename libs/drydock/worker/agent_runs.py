@@ -38,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -396,20 +396,25 @@ class AgentRuns:
                     await _best_effort(notices, paused_notice(stopped_at, handle), bound, continue_button=True)
         if checkout is not None and parts.spec.snapshots:
             await self.checkouts.snapshot(scope.thread_id, backend, checkout)
-        await self._prune(scope.thread_id)
+        await self._prune(config, agent.channels)
         return cursor
 
-    async def _prune(self, thread_id: str) -> None:
-        """Delete the checkpoints the next run will not read (the dashboard's history comes from
-        the events stream): a finished thread would otherwise keep every step's."""
+    async def _prune(self, config: RunnableConfig, channels: Mapping[str, object]) -> None:
+        """Leave the thread one checkpoint holding its whole state (the delta channels, such as
+        the messages, stored there whole), so the next run loads it without walking back the
+        history, and a finished thread keeps no step's checkpoint (the dashboard's history comes
+        from the events stream). Runs under the thread's lease, which this run still holds."""
         checkpointer = self.parts.checkpointer
         if not isinstance(checkpointer, DrydockRedisSaver):
             return
         try:
-            await checkpointer.aprune([thread_id])
+            await checkpointer.acompact(config, channels)
         except (RedisError, OSError) as error:
-            # Only storage is lost: the next run's end prunes them.
-            log.warning("old checkpoints not pruned", thread_id=thread_id, error=describe(error))
+            # The thread stays valid (snapshots are written before anything is deleted); only
+            # the next run's load is slower and storage is kept until its end compacts.
+            log.warning(
+                "checkpoints not compacted", thread_id=config["configurable"]["thread_id"], error=describe(error)
+            )
 
     async def _sandbox(self, scope: ThreadScope) -> SandboxBackend:
         sandboxes = self.parts.sandboxes
@@ -539,8 +544,12 @@ class AgentRuns:
         return {"messages": messages, "inbox_cursor": queued[-1].seq if queued else cursor}
 
     async def _saved_cursor(self, config: RunnableConfig) -> int:
-        """The inbox cursor of the thread's last checkpoint (0: none yet)."""
-        saved = await self.parts.checkpointer.aget_tuple(config)
+        """The inbox cursor of the thread's last checkpoint (0: none yet), read without the rest
+        of the checkpoint (whose messages can be the whole conversation)."""
+        checkpointer = self.parts.checkpointer
+        if isinstance(checkpointer, DrydockRedisSaver):
+            return int(await checkpointer.aget_channel_value(config, "inbox_cursor", 0))
+        saved = await checkpointer.aget_tuple(config)
         return int(saved.checkpoint["channel_values"].get("inbox_cursor", 0)) if saved is not None else 0
 
     async def _cursor_after_unrun(self, thread_id: str, config: RunnableConfig) -> int:
