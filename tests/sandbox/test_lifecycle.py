@@ -203,6 +203,17 @@ class TestEnsureSandbox:
         assert await sandbox_field(metadata, coder_thread) == new.id
         assert ledger.revoked == [ledger.issued[0]]
 
+    async def test_a_command_a_healthy_daemon_refuses_fails_the_call_and_keeps_the_sandbox(
+        self, make_manager: ManagerFactory, coder_thread: str, metadata: ThreadMetadataStore
+    ) -> None:
+        manager = make_manager()
+        backend = await manager.ensure_sandbox(coder_thread)
+        backend.environment = {**backend.environment, "NOT=A NAME": "x"}
+        with pytest.raises(SandboxUnavailable, match="answered 400"):
+            await manager.ensure_sandbox(coder_thread)
+        assert await sandbox_field(metadata, coder_thread) == backend.id
+        assert await manager.failures.count(coder_thread) == 1
+
     async def test_a_stale_sentinel_is_removed_and_a_sandbox_created(
         self, make_manager: ManagerFactory, coder_thread: str, metadata: ThreadMetadataStore
     ) -> None:

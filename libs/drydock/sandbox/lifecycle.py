@@ -7,7 +7,7 @@ and grant) only saves the reconnect; a cached sandbox that the metadata no longe
 dropped. In order, for thread T:
 
 1. cached and named by the metadata: health check (the git identity's command doubles as it,
-   the health route is asked only when that command is slow). Healthy: refresh the grant (a
+   the health route is asked only when that command is slow or fails to get through). Healthy: refresh the grant (a
    grant extended moments ago is only checked, see
    :meth:`~drydock.sandbox.credentials.SandboxCredentials.refresh`). Unhealthy: recreate
    (replace the id by a sentinel, delete the old sandbox, create, restore).
@@ -271,16 +271,20 @@ class SandboxManager:
         """Whether the sandbox's daemon answers, with ``command`` (a request already sent to it)
         as the probe: a command the daemon ran, whatever its exit status, proves it alive and
         holding our token, which its health route would only repeat for another round trip.
-        Only when the command has not come back within the health timeout is the health route
-        asked as well, so that a daemon that stopped answering (a pod on a lost node, behind a
-        kept-alive connection) is found as soon as before, not at the command's own time limit.
+
+        The health route decides, as it did alone before, only when the command has not come
+        back within the health timeout (a daemon that stopped answering, as a pod on a lost node
+        behind a kept-alive connection, is found then, not at the command's own time limit) or
+        came back unavailable (a daemon that is gone, or one that refused the command while
+        healthy: then the command's error is the caller's, and the sandbox is kept).
         """
         done, _ = await asyncio.wait({command}, timeout=self.settings.health_timeout.total_seconds())
-        if not done:
-            if not await backend.is_healthy():
-                return False
-            await asyncio.wait({command})
-        return command.cancelled() or not isinstance(command.exception(), SandboxUnavailable)
+        if done and (command.cancelled() or not isinstance(command.exception(), SandboxUnavailable)):
+            return True
+        if not await backend.is_healthy():
+            return False
+        await asyncio.wait({command})
+        return True
 
     async def _reconnect(
         self, thread_id: str, sandbox_id: str, *, role: Role, repository: str | None
