@@ -1,7 +1,8 @@
 """Sandbox figures on the local provider: cold create until the daemon answers health (in
 bubblewrap with its own network namespace and the proxy relay, and unisolated), the round trip
-of ``true`` through the daemon, and a warm ``ensure_sandbox`` (cache hit, health
-check, grant refresh with :class:`~drydock.sandbox.credentials.NoProxy`, git identity).
+of ``true`` through the daemon, and a warm ``ensure_sandbox`` (cache hit, the git identity's
+command doubling as the health check, grant refresh with
+:class:`~drydock.sandbox.credentials.NoProxy`).
 
 The exec round trip is judged against its floor, measured in alternating rounds: a bare
 process spawn in the same isolation (a Python process started by ``bwrap`` with the local

@@ -661,6 +661,12 @@ class CredentialProxySettings(BaseModel):
         default=timedelta(minutes=5),
         description="An upstream token closer than this to its expiry is replaced before use.",
     )
+    grant_refresh_interval: Duration = Field(
+        default=timedelta(minutes=5),
+        ge=timedelta(0),
+        description="A reused sandbox's grant extended less than this long ago is only checked (still live); "
+        "an older one is extended and its upstream token minted anew.",
+    )
     upstream_timeout: float = Field(default=30.0, gt=0, description="Seconds to connect to an upstream.")
     mirror_dir: str | None = Field(
         default=None,

@@ -143,6 +143,43 @@ class TestRepositories:
             await store.repository("../etc")
 
 
+class TestForRun:
+    async def test_reads_what_a_run_needs_together(self, store: AccountsStore) -> None:
+        profile = UserProfile(user_id="ada", model="gpt-5", branch_prefix="ada/")
+        ada = UserIdentity(user_id="ada", provider="github", login="ada", name="Ada Lovelace")
+        team = TeamDefaults(mention_handle="@bot")
+        repository = RepositorySettings(full_name="acme/api", reviewer=True)
+        await store.save_profile(profile)
+        await store.save_identity(ada)
+        await store.save_team(team)
+        await store.save_repository(repository)
+        found = await store.for_run("ada", "ACME/API")
+        assert (found.profile, found.identity, found.team, found.repository) == (profile, ada, team, repository)
+
+    async def test_without_a_user_or_repository_only_the_team_is_read(self, store: AccountsStore) -> None:
+        await store.save_team(TeamDefaults(mention_handle="@bot"))
+        found = await store.for_run(None, None)
+        assert (found.profile, found.identity, found.team, found.repository) == (
+            None,
+            None,
+            TeamDefaults(mention_handle="@bot"),
+            None,
+        )
+
+    async def test_a_user_never_seen_and_a_repository_not_enabled(self, store: AccountsStore) -> None:
+        found = await store.for_run("grace", "acme/web")
+        assert (found.profile, found.identity, found.team, found.repository) == (
+            UserProfile(user_id="grace"),
+            None,
+            TeamDefaults(),
+            None,
+        )
+
+    async def test_an_invalid_repository_name_is_refused(self, store: AccountsStore) -> None:
+        with pytest.raises(ValueError, match="owner/name"):
+            await store.for_run("ada", "../etc")
+
+
 class TestMembershipCache:
     async def test_answers_are_shared_and_expire(self, redis: Redis, keys: Keys) -> None:
         cache = MembershipCache(redis, keys, host="github.com", ttl=timedelta(milliseconds=200))

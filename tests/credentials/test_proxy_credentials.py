@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -120,6 +121,16 @@ class TestIssue:
 
 class TestRefresh:
     @pytest.fixture
+    async def credentials(
+        self, settings_for_sandboxes: Settings, redis: Redis, keys: Keys
+    ) -> AsyncIterator[ProxyCredentials]:
+        """Credentials that extend every grant they refresh, however recently it was extended."""
+        section = settings_for_sandboxes.proxy.model_copy(update={"grant_refresh_interval": timedelta(0)})
+        broker = ProxyCredentials.create(settings_for_sandboxes.model_copy(update={"proxy": section}), redis, keys)
+        yield broker
+        await broker.aclose()
+
+    @pytest.fixture
     async def grant(self, credentials: ProxyCredentials, tmp_path: Path, thread_id: str) -> SandboxGrant:
         return await credentials.issue(
             handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
@@ -185,6 +196,41 @@ class TestRefresh:
     ) -> None:
         await credentials.revoke(grant)
         with pytest.raises(GrantError, match="revoked"):
+            await credentials.refresh(grant)
+
+
+class TestRefreshMomentsAfterAnExtension:
+    """With the default ``grant_refresh_interval``, a grant issued or extended moments ago."""
+
+    @pytest.fixture
+    async def grant(self, credentials: ProxyCredentials, tmp_path: Path, thread_id: str) -> SandboxGrant:
+        return await credentials.issue(
+            handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
+        )
+
+    async def test_is_only_checked(
+        self, credentials: ProxyCredentials, grant: SandboxGrant, github: FakeGithub
+    ) -> None:
+        assert grant.token is not None
+        before = await credentials.vault.get(digest(grant.token))
+        expiry_before = (await credentials.grants.resolve(grant.token)).expires_at
+        minted_before = len(github.state.tokens)
+        await credentials.refresh(grant)
+        assert await credentials.vault.get(digest(grant.token)) == before
+        assert len(github.state.tokens) == minted_before
+        assert (await credentials.grants.resolve(grant.token)).expires_at == expiry_before
+
+    async def test_a_revoked_one_is_still_refused(self, credentials: ProxyCredentials, grant: SandboxGrant) -> None:
+        await credentials.revoke(grant)
+        with pytest.raises(GrantError, match="revoked"):
+            await credentials.refresh(grant)
+
+    async def test_one_superseded_by_another_process_is_refused(
+        self, credentials: ProxyCredentials, grant: SandboxGrant, tmp_path: Path, thread_id: str
+    ) -> None:
+        same_sandbox = replace(handle_for(thread_id, tmp_path), id=grant.sandbox_id)
+        await credentials.issue(same_sandbox, thread_id=thread_id, role=Role.CODER, repository=REPOSITORY)
+        with pytest.raises(GrantRevoked, match="superseded"):
             await credentials.refresh(grant)
 
 

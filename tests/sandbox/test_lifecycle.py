@@ -184,6 +184,36 @@ class TestEnsureSandbox:
         assert ledger.revoked == [ledger.issued[0]]
         assert await git_identity(new) == "Drydock\ndrydock@users.noreply.github.com\n"
 
+    async def test_a_daemon_that_stopped_answering_is_detected_at_the_health_timeout(
+        self,
+        make_manager: ManagerFactory,
+        coder_thread: str,
+        metadata: ThreadMetadataStore,
+        sandbox_settings: SandboxSettings,
+        ledger: GrantLedger,
+    ) -> None:
+        manager = make_manager(settings=sandbox_settings.model_copy(update={"health_timeout": timedelta(seconds=0.5)}))
+        old = await manager.ensure_sandbox(coder_thread)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(old.run("kill -STOP $PPID; sleep 5"), timeout=1.0)
+        # Far below the identity command's own limit (60 s to run, 30 s more to answer).
+        async with asyncio.timeout(30):
+            new = await manager.ensure_sandbox(coder_thread)
+        assert new.id != old.id
+        assert await sandbox_field(metadata, coder_thread) == new.id
+        assert ledger.revoked == [ledger.issued[0]]
+
+    async def test_a_command_a_healthy_daemon_refuses_fails_the_call_and_keeps_the_sandbox(
+        self, make_manager: ManagerFactory, coder_thread: str, metadata: ThreadMetadataStore
+    ) -> None:
+        manager = make_manager()
+        backend = await manager.ensure_sandbox(coder_thread)
+        backend.environment = {**backend.environment, "NOT=A NAME": "x"}
+        with pytest.raises(SandboxUnavailable, match="answered 400"):
+            await manager.ensure_sandbox(coder_thread)
+        assert await sandbox_field(metadata, coder_thread) == backend.id
+        assert await manager.failures.count(coder_thread) == 1
+
     async def test_a_stale_sentinel_is_removed_and_a_sandbox_created(
         self, make_manager: ManagerFactory, coder_thread: str, metadata: ThreadMetadataStore
     ) -> None:

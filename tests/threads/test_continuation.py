@@ -65,3 +65,24 @@ class TestContinuations:
         await store.pause(thread_id, DAY_BUDGET)
         ttl = await redis.pttl(keys.budget_pause(thread_id))
         assert 0 < ttl <= 86_400_000
+
+
+class TestPausedOrTakeGrant:
+    async def test_a_paused_thread_answers_its_pause_and_keeps_any_grant(
+        self, redis: Redis, keys: Keys, thread_id: str
+    ) -> None:
+        store = Continuations(redis, keys)
+        await store.pause(thread_id, DAY_BUDGET)
+        await redis.set(keys.budget_grant(thread_id), Grant(1.0, by="ada").to_json())
+        assert await store.paused_or_take_grant(thread_id) == DAY_BUDGET
+        assert await store.take_grant(thread_id) == Grant(1.0, by="ada")
+
+    async def test_a_continued_thread_s_grant_is_taken_once(self, redis: Redis, keys: Keys, thread_id: str) -> None:
+        store = Continuations(redis, keys)
+        await store.pause(thread_id, DAY_BUDGET)
+        assert await store.resume(thread_id, Grant(2.0, by="ada"))
+        assert await store.paused_or_take_grant(thread_id) == Grant(2.0, by="ada")
+        assert await store.paused_or_take_grant(thread_id) is None
+
+    async def test_neither(self, redis: Redis, keys: Keys, thread_id: str) -> None:
+        assert await Continuations(redis, keys).paused_or_take_grant(thread_id) is None

@@ -8,6 +8,7 @@ decodes the reply.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import cast
 
 from redis.asyncio import Redis
@@ -32,6 +33,19 @@ redis.call('SET', KEYS[1], ARGV[1])
 redis.call('SADD', KEYS[2], ARGV[2])
 return ''
 """
+
+
+@dataclass(frozen=True)
+class RunAccounts:
+    """What a run reads of the accounts before it starts (:meth:`AccountsStore.for_run`)."""
+
+    profile: UserProfile | None
+    """The run's user's profile; ``None`` for a run without a user."""
+    identity: UserIdentity | None
+    """The run's user's dashboard identity; ``None`` without a user or before their first sign-in."""
+    team: TeamDefaults
+    repository: RepositorySettings | None
+    """The run's repository's settings; ``None`` without a repository or when it is not enabled."""
 
 
 class AccountTaken(Exception):
@@ -121,6 +135,25 @@ class AccountsStore:
     async def identity(self, user_id: str) -> UserIdentity | None:
         raw = cast(dict[str, str], await self._redis.hgetall(self._keys.user_identity(user_id)))
         return UserIdentity.from_hash(user_id, raw)
+
+    async def for_run(self, user_id: str | None, repository: str | None) -> RunAccounts:
+        """The user's profile and identity, the team defaults and the repository's settings,
+        read in one round trip (they do not depend on each other)."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            self.queue_team(pipe)
+            if user_id:
+                self.queue_profile(pipe, user_id)
+                pipe.hgetall(self._keys.user_identity(user_id))
+            if repository:
+                self.queue_repository(pipe, repository)
+            replies = list(await pipe.execute())
+        team = TeamDefaults.from_json(cast(str | None, replies.pop(0)))
+        profile = identity = None
+        if user_id:
+            profile = UserProfile.from_hash(user_id, cast(dict[str, str], replies.pop(0)))
+            identity = UserIdentity.from_hash(user_id, cast(dict[str, str], replies.pop(0)))
+        settings = RepositorySettings.from_json(cast(str | None, replies.pop(0))) if repository else None
+        return RunAccounts(profile=profile, identity=identity, team=team, repository=settings)
 
     async def identities(self, user_ids: list[str]) -> dict[str, UserIdentity]:
         """The identities of those of ``user_ids`` that signed in to the dashboard."""

@@ -2,14 +2,15 @@
 routes a sandbox's code host access through the credential proxy.
 
 ``issue`` mints a token for the thread's repository, stores it encrypted, creates a grant and
-returns only the grant and placeholders; ``refresh`` extends the grant and always mints a fresh token;
-``revoke`` withdraws both. The proxy asks :meth:`ProxyCredentials.upstream_token` for the token
-to inject, which also renews a token about to expire during a long run.
+returns only the grant and placeholders; ``refresh`` checks the grant and, unless it was
+extended moments ago, extends it and mints a fresh token; ``revoke`` withdraws both. The proxy
+asks :meth:`ProxyCredentials.upstream_token` for the token to inject, which also renews a token
+about to expire during a long run.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import structlog
 from redis.asyncio import Redis
@@ -114,21 +115,31 @@ class ProxyCredentials:
         )
 
     async def refresh(self, grant: SandboxGrant) -> None:
-        """Extend a live grant and mint its upstream token anew (DESIGN §5: a fresh installation
-        token each time a sandbox is created or refreshed); :class:`GrantError`
-        (:class:`~drydock.credentials.grants.GrantRejected`) if it is unknown, revoked or expired."""
+        """Check that a grant is live, and unless it was extended within ``grant_refresh_interval``,
+        extend it and mint its upstream token anew (DESIGN §5: a fresh installation token each time
+        a sandbox is created or refreshed); :class:`GrantError`
+        (:class:`~drydock.credentials.grants.GrantRejected`) if it is unknown, revoked or expired.
+
+        The check is never skipped: a grant another process superseded (it reconnected to the
+        sandbox) or revoked must be replaced before the run uses the sandbox. Skipping the
+        extension only leaves a grant at least ``grant_ttl - grant_refresh_interval`` to live,
+        and the proxy renews an upstream token close to its expiry at its next use.
+        """
         if grant.token is None:
             raise GrantError(f"sandbox {grant.sandbox_id} holds no grant to refresh")
-        await self.grants.extend(grant.token, self._settings.proxy.grant_ttl)
-        record = await self.grants.resolve(grant.token)
-        if record.repository is None:
+        proxy = self._settings.proxy
+        live = await self.grants.resolve(grant.token)
+        if live.expires_at - datetime.now(UTC) > proxy.grant_ttl - proxy.grant_refresh_interval:
             return
-        await self.vault.put(record.digest, await self._mint(record))
+        await self.grants.extend(grant.token, proxy.grant_ttl)
+        if live.repository is None:
+            return
+        await self.vault.put(live.digest, await self._mint(live))
         # A revoke that ran while the token was minted deleted the old one; do not leave the new one behind.
         try:
             await self.grants.resolve(grant.token)
         except GrantError:
-            await self.vault.delete(record.digest)
+            await self.vault.delete(live.digest)
             raise
 
     async def revoke(self, grant: SandboxGrant) -> None:

@@ -2,8 +2,9 @@
 credential proxy, and nothing real is ever stored inside the sandbox.
 
 The lifecycle manager calls :meth:`SandboxCredentials.issue` when it creates or reconnects a
-sandbox, :meth:`~SandboxCredentials.refresh` on every later ``ensure_sandbox`` (so the proxy mints
-a fresh upstream token), and :meth:`~SandboxCredentials.revoke` when it deletes the sandbox. It
+sandbox, :meth:`~SandboxCredentials.refresh` on every later ``ensure_sandbox`` (which checks the grant
+is live, and extends it and has the proxy mint a fresh upstream token unless that was done moments
+ago), and :meth:`~SandboxCredentials.revoke` when it deletes the sandbox. It
 applies the grant inside the sandbox: :attr:`SandboxGrant.environment` is added to every command
 the backend runs, and :attr:`SandboxGrant.git_config` is written with ``git config --global``.
 

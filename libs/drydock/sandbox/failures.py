@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 
 from drydock.infra.redis import Keys
 
@@ -31,3 +32,7 @@ class SandboxFailures:
 
     async def reset(self, thread_id: str) -> None:
         await self._redis.delete(self._keys.sandbox_failures(thread_id))
+
+    def queue_reset(self, pipe: Pipeline, thread_id: str) -> None:
+        """:meth:`reset` in a caller's round trip."""
+        pipe.delete(self._keys.sandbox_failures(thread_id))

@@ -6,8 +6,11 @@ processes never both create a sandbox for one thread. The in-process cache (thre
 and grant) only saves the reconnect; a cached sandbox that the metadata no longer names is
 dropped. In order, for thread T:
 
-1. cached and named by the metadata: health check. Healthy: refresh the grant. Unhealthy:
-   recreate (replace the id by a sentinel, delete the old sandbox, create, restore).
+1. cached and named by the metadata: health check (the git identity's command doubles as it,
+   the health route is asked only when that command is slow or fails to get through). Healthy: refresh the grant (a
+   grant extended moments ago is only checked, see
+   :meth:`~drydock.sandbox.credentials.SandboxCredentials.refresh`). Unhealthy: recreate
+   (replace the id by a sentinel, delete the old sandbox, create, restore).
 2. a sentinel, and nothing cached: if it is stale (its owner is gone), remove it by
    compare-and-set and create a replacement; if its owner is still creating, wait for it.
 3. nothing: write our sentinel by compare-and-set, create, replace the sentinel by the id.
@@ -116,6 +119,7 @@ class SandboxManager:
         self.metadata = metadata
         self.credentials = choose_credentials(provider, credentials)
         self.failures = SandboxFailures(redis, keys)
+        self._redis = redis
         self.settings = settings
         self.snapshots = snapshots
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -175,7 +179,10 @@ class SandboxManager:
             except Exception:
                 await self._count_failure(thread_id)
                 raise
-            await asyncio.gather(self.records.touch(entry.backend.id), self.failures.reset(thread_id))
+            async with self._redis.pipeline(transaction=False) as pipe:
+                self.records.queue_touch(pipe, entry.backend.id)
+                self.failures.queue_reset(pipe, thread_id)
+                await pipe.execute()
             return entry.backend
 
     async def _count_failure(self, thread_id: str) -> None:
@@ -230,30 +237,53 @@ class SandboxManager:
                 return entry, False
 
     async def _reuse(self, thread_id: str, cached: _Cached) -> bool:
-        """Case 1: True if the cached sandbox is healthy (its grant refreshed, its git identity
-        applied); False after evicting an unhealthy one.
+        """Case 1: True if the cached sandbox answers (its git identity applied, its grant
+        refreshed); False after evicting one that does not.
 
-        The identity check is a round trip to the daemon like the health check, so both start
-        together; the identity's outcome counts only when the sandbox is healthy.
+        The identity's command is the health check (see :meth:`_answers`). The grant's refresh
+        starts with it: a dead sandbox's grant is revoked when it is evicted, and a grant that
+        cannot be refreshed is replaced only once the sandbox is known to answer.
         """
         identity = asyncio.ensure_future(self._apply_identity(cached))
-        if not await cached.backend.is_healthy():
+        refresh = asyncio.ensure_future(self.credentials.refresh(cached.grant))
+        try:
+            answers = await self._answers(cached.backend, identity)
+        except BaseException:
             identity.cancel()
-            await asyncio.gather(identity, return_exceptions=True)
+            await asyncio.gather(identity, refresh, return_exceptions=True)
+            raise
+        if not answers:
+            identity.cancel()
+            await asyncio.gather(identity, refresh, return_exceptions=True)
             log.warning("cached sandbox is unhealthy; recreating it", thread_id=thread_id, sandbox_id=cached.backend.id)
             await self._evict(thread_id, revoke=True)
             return False
-        try:
-            try:
-                await self.credentials.refresh(cached.grant)
-            except GrantError as error:
-                log.warning(
-                    "grant could not be refreshed; issuing a new one", thread_id=thread_id, error=describe(error)
-                )
-                cached.grant = await self._grant(cached.backend, thread_id, cached.grant.role, cached.grant.repository)
-        finally:
-            await asyncio.gather(identity, return_exceptions=True)
+        await asyncio.gather(refresh, return_exceptions=True)
         identity.result()
+        try:
+            refresh.result()
+        except GrantError as error:
+            log.warning("grant could not be refreshed; issuing a new one", thread_id=thread_id, error=describe(error))
+            cached.grant = await self._grant(cached.backend, thread_id, cached.grant.role, cached.grant.repository)
+        return True
+
+    async def _answers(self, backend: SandboxBackend, command: asyncio.Future[None]) -> bool:
+        """Whether the sandbox's daemon answers, with ``command`` (a request already sent to it)
+        as the probe: a command the daemon ran, whatever its exit status, proves it alive and
+        holding our token, which its health route would only repeat for another round trip.
+
+        The health route decides, as it did alone before, only when the command has not come
+        back within the health timeout (a daemon that stopped answering, as a pod on a lost node
+        behind a kept-alive connection, is found then, not at the command's own time limit) or
+        came back unavailable (a daemon that is gone, or one that refused the command while
+        healthy: then the command's error is the caller's, and the sandbox is kept).
+        """
+        done, _ = await asyncio.wait({command}, timeout=self.settings.health_timeout.total_seconds())
+        if done and (command.cancelled() or not isinstance(command.exception(), SandboxUnavailable)):
+            return True
+        if not await backend.is_healthy():
+            return False
+        await asyncio.wait({command})
         return True
 
     async def _reconnect(

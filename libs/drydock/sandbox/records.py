@@ -24,6 +24,7 @@ from typing import Any, cast
 
 import structlog
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import Purpose, ServerKeys
@@ -116,6 +117,10 @@ class SandboxStore:
     async def touch(self, sandbox_id: str, *, at: float | None = None) -> None:
         """Record a use of the sandbox now (or ``at``); a removed sandbox stays removed."""
         await self._redis.zadd(self._keys.sandboxes(), {sandbox_id: time.time() if at is None else at}, xx=True)
+
+    def queue_touch(self, pipe: Pipeline, sandbox_id: str) -> None:
+        """:meth:`touch` (now) in a caller's round trip."""
+        pipe.zadd(self._keys.sandboxes(), {sandbox_id: time.time()}, xx=True)
 
     async def last_used(self, sandbox_id: str) -> float | None:
         score = await self._redis.zscore(self._keys.sandboxes(), sandbox_id)

@@ -36,6 +36,16 @@ end
 return 0
 """
 
+# KEYS: the pause, the grant. Returns {'paused', pause} while paused (the grant is left alone),
+# else {'granted', grant} with the grant taken, else nothing.
+_PAUSE_OR_GRANT = """
+local paused = redis.call('GET', KEYS[1])
+if paused then return {'paused', paused} end
+local grant = redis.call('GETDEL', KEYS[2])
+if grant then return {'granted', grant} end
+return {}
+"""
+
 
 def asks_to_continue(text: str, handle: str) -> bool:
     """Whether ``text`` is a continue: the whole message ``@drydock continue`` (the handle may be
@@ -57,6 +67,7 @@ class Continuations:
         self._redis = redis
         self._keys = keys
         self._resume = redis.register_script(_RESUME)
+        self._pause_or_grant = redis.register_script(_PAUSE_OR_GRANT)
 
     async def pause(self, thread_id: str, reached: Reached) -> None:
         """Pause the thread at ``reached`` until it is continued (or, for a day budget, the day ends)."""
@@ -84,6 +95,16 @@ class Continuations:
         if raw is None:
             return None
         return Grant.from_json(raw.decode() if isinstance(raw, bytes) else str(raw))
+
+    async def paused_or_take_grant(self, thread_id: str) -> Reached | Grant | None:
+        """In one round trip: the limit the thread is paused at, or (only when it is not paused)
+        the grant a continue left, taken as :meth:`take_grant` takes it; None when neither."""
+        keys = [self._keys.budget_pause(thread_id), self._keys.budget_grant(thread_id)]
+        reply = await cast(Any, self._pause_or_grant(keys=keys))
+        if not reply:
+            return None
+        kind, raw = (item.decode() if isinstance(item, bytes) else str(item) for item in reply)
+        return Reached.from_json(raw) if kind == "paused" else Grant.from_json(raw)
 
 
 def grant_for(reached: Reached, run_usd: float | None, by: str) -> Grant:

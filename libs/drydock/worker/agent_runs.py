@@ -223,8 +223,8 @@ class AgentRuns:
         parts = self.parts
         if not parts.models.configured:
             raise RunEnded(NO_MODEL_NOTICE)
-        profile = await self.accounts.profile(scope.user_id) if scope.user_id else None
-        team = await self.accounts.team()
+        accounts = await self.accounts.for_run(scope.user_id, scope.repository)
+        profile, team = accounts.profile, accounts.team
         team_choice = team.models.get(scope.role.value)
         try:
             resolved = parts.models.resolve(
@@ -237,9 +237,8 @@ class AgentRuns:
         except ModelError as error:
             raise RunEnded(f"I can't start: {error}.") from None
         fallback = parts.models.fallback_for(resolved)
-        repository_settings = await self.accounts.repository(scope.repository) if scope.repository else None
-        limits = Limits.of(team.budgets, repository_settings.budgets if repository_settings else None)
-        identity = await self.accounts.identity(scope.user_id) if scope.user_id else None
+        limits = Limits.of(team.budgets, accounts.repository.budgets if accounts.repository else None)
+        identity = accounts.identity
         spend = SpendCheck(
             self.usage,
             limits,

@@ -128,8 +128,9 @@ class BudgetGate:
             if reached is not None:
                 raise RunRefused(stopped_notice(reached))
             return Admission(spend=spend, grant=None)
-        paused = await self.continuations.paused(thread_id)
-        if paused is not None:
+        found = await self.continuations.paused_or_take_grant(thread_id)
+        if isinstance(found, Reached):
+            paused = found
             newest = queued[-1].message if queued else None
             if newest is None or not asks_to_continue(newest.text, handle):
                 raise RunRefused(paused_notice(paused, handle))
@@ -139,7 +140,8 @@ class BudgetGate:
             grant = grant_for(paused, spend.limits.run_usd, by=who)
             if await self.continuations.resume(thread_id, grant) and notices is not None:
                 await _tell(notices, continued_notice(who, grant), thread_id)
-        spend.grant = await self.continuations.take_grant(thread_id)
+            found = await self.continuations.take_grant(thread_id)
+        spend.grant = found
         reached = await spend.day_reached()
         if reached is not None:
             await self.continuations.pause(thread_id, reached)

@@ -3,6 +3,7 @@ credential proxy), the snapshot after each turn, and the record of its changes f
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 from dataclasses import replace
 
@@ -69,29 +70,65 @@ class Checkouts:
         """Clone ``repository`` into the sandbox's workspace unless it is there (through the
         credential proxy, by the grant's git rules; a transient failure is retried, and one that
         lasts raises :class:`~drydock.worker.clone_retries.CloneUnavailable` so that the wake is
-        redelivered); read its default branch and root AGENTS.md."""
+        redelivered); read its default branch and root AGENTS.md.
+
+        A checkout already there costs one command of shell builtins (no git process) and the
+        download of its AGENTS.md, sent together; the download is repeated only when the command
+        had to clone (it ran before the file existed)."""
         path = f"{backend.handle.workspace.rstrip('/')}/{repository.rsplit('/', 1)[-1]}"
         url = f"https://{self.host}/{repository}.git"
-        where = shlex.quote(path)
-        script = "\n".join(
-            [
-                "set -e",
-                f"if [ ! -d {where}/.git ]; then git clone --quiet {shlex.quote(url)} {where}; fi",
-                f"git -C {where} symbolic-ref --quiet --short refs/remotes/origin/HEAD || true",
-            ]
-        )
-        result = await clone_with_retries(
-            lambda: backend.run(script, time_limit=600),
-            repository=repository,
-            thread_id=backend.handle.thread_id,
-            window=self.clone_window,
-        )
+        agents_md = asyncio.ensure_future(backend.adownload_files([f"{path}/AGENTS.md"]))
+        try:
+            result = await clone_with_retries(
+                lambda: backend.run(_checkout_script(path, url), time_limit=600),
+                repository=repository,
+                thread_id=backend.handle.thread_id,
+                window=self.clone_window,
+            )
+        except BaseException:
+            agents_md.cancel()
+            await asyncio.gather(agents_md, return_exceptions=True)
+            raise
+        await asyncio.gather(agents_md, return_exceptions=True)
         if result.exit_code != 0:
             tail = result.output.strip()[-600:]
             raise RunEnded(f"I could not clone {repository} into my sandbox:\n```\n{tail}\n```")
-        default_branch = (
-            result.output.strip().splitlines()[-1].removeprefix("origin/") if result.output.strip() else None
+        lines = result.output.splitlines()
+        default_branch = next(
+            (line.removeprefix(_BRANCH) for line in reversed(lines) if line.startswith(_BRANCH)), ""
+        ).removeprefix("origin/")
+        downloaded = (
+            agents_md.result()
+            if _CLONED not in lines and agents_md.exception() is None
+            else await backend.adownload_files([f"{path}/AGENTS.md"])
+        )[0]
+        instructions = downloaded.content.decode(errors="replace") if downloaded.content is not None else None
+        return Checkout(
+            repository=repository, path=path, default_branch=default_branch or None, instructions=instructions
         )
-        agents_md = (await backend.adownload_files([f"{path}/AGENTS.md"]))[0]
-        instructions = agents_md.content.decode(errors="replace") if agents_md.content is not None else None
-        return Checkout(repository=repository, path=path, default_branch=default_branch, instructions=instructions)
+
+
+_CLONED = "drydock: cloned"
+_BRANCH = "drydock: default branch "
+
+
+def _checkout_script(path: str, url: str) -> str:
+    """Clone unless ``path`` holds a checkout, then print the default branch (``origin/NAME``,
+    empty when unknown). The files backend keeps the symbolic ref ``origin/HEAD`` as a file of
+    one line (``ref: refs/remotes/origin/NAME``; never packed), which the shell reads itself;
+    only without that file (another ref backend) does git answer."""
+    where = shlex.quote(path)
+    head = shlex.quote(f"{path}/.git/refs/remotes/origin/HEAD")
+    return "\n".join(
+        [
+            "set -e",
+            f"if [ ! -d {where}/.git ]; then git clone --quiet {shlex.quote(url)} {where}; echo '{_CLONED}'; fi",
+            "head=''",
+            f"if [ -f {head} ]; then read -r head < {head} || true; fi",
+            'case "$head" in',
+            "  'ref: refs/remotes/'*) branch=\"${head#ref: refs/remotes/}\" ;;",
+            f"  *) branch=$(git -C {where} symbolic-ref --quiet --short refs/remotes/origin/HEAD || true) ;;",
+            "esac",
+            f'echo "{_BRANCH}$branch"',
+        ]
+    )
