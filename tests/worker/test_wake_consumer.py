@@ -226,7 +226,8 @@ class TestDeadLetters:
             await wake_queue.wake(thread)
 
             async def buried() -> bool:
-                return bool(await letters.all()) and await wake_queue.pending() == 0
+                # The source is told after the letter is stored: wait for both.
+                return bool(await letters.all()) and await wake_queue.pending() == 0 and len(replies.posted) > 0
 
             await eventually(buried, within=20)
         [letter] = await letters.all()
