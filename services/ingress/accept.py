@@ -114,6 +114,7 @@ class Ingress:
         return cls(runtime, outbound, outbound.github)
 
     async def aclose(self) -> None:
+        await self.deliveries.aclose()
         await self.outbound.aclose()
         await self._batches.aclose()
         if self._own_redis is not None:
@@ -169,11 +170,7 @@ class Ingress:
             if isinstance(error, RedisError | OSError):
                 raise Unavailable(f"store: {describe(error)}") from None
             raise
-        try:
-            await self.deliveries.done(channel, delivery.delivery_id)
-        except (RedisError, OSError) as error:
-            # Durable already; the claim expires and the stream's Nats-Msg-Id drops a redelivery.
-            log.warning("delivery not marked done", delivery_id=delivery.delivery_id, error=describe(error))
+        self.deliveries.done(channel, delivery.delivery_id)
         return self._accepted(delivery, decisions, routes)
 
     async def _release(self, channel: str, delivery_id: str) -> None:

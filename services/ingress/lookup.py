@@ -13,7 +13,7 @@ from drydock.accounts import AccountsStore, Provider, RepositorySettings, TeamDe
 from drydock.infra.redis import Batch, BatchConnections, Keys, Queue
 from drydock.threads.metadata import KnownThread, ThreadMetadataStore
 from drydock.threads.pr_records import PullRequestStore
-from services.ingress.dedup import ClaimResult, Deliveries, claim_result
+from services.ingress.dedup import ClaimResult, Deliveries
 
 # Parsed once per distinct stored JSON: the records are frozen, and a changed setting is a new
 # string, so this saves a validation per delivery without ever answering from a stale value.
@@ -130,13 +130,27 @@ class LookupBatch:
     async def execute(self, channel: str, delivery_id: str) -> Lookup:
         """Claim the delivery and run every read; one round trip."""
         batch = Batch(self._batches)
-        self._deliveries.queue_claim(batch, channel, delivery_id)
+        deliveries = self._deliveries
+        marks = deliveries.queue_marks(batch)
+        deliveries.queue_claim(batch, channel, delivery_id)
         self._accounts.queue_team(batch)
         batch.get(self._keys.store_epoch())
         for queue, _ in self._steps:
             queue(batch)
-        replies = await batch.execute()
-        lookup = Lookup(claim=claim_result(replies[0]), team=_team(replies[1]), store_epoch=replies[2])
+        try:
+            replies = await batch.execute()
+        except BaseException:
+            if marks:
+                deliveries.marks_lost(marks)
+            raise
+        if marks:
+            deliveries.marks_written(marks)
+            del replies[: len(marks)]
+        lookup = Lookup(
+            claim=deliveries.claim_result(replies[0], channel, delivery_id),
+            team=_team(replies[1]),
+            store_epoch=replies[2],
+        )
         for (_, store), reply in zip(self._steps, replies[3:], strict=True):
             store(lookup, reply)
         return lookup
