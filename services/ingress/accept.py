@@ -30,7 +30,7 @@ from services.ingress.authorize import Authorizer
 from services.ingress.dedup import ClaimResult, Deliveries
 from services.ingress.dispatch import Dispatcher
 from services.ingress.errors import Unavailable
-from services.ingress.lookup import LookupBatch
+from services.ingress.lookup import Lookup, LookupBatch
 from services.ingress.metrics import ROUTED
 from services.ingress.owner_commands import OwnerCommands
 from services.ingress.routing import Publish, Reply, Route, Routing, Skip
@@ -106,6 +106,7 @@ class Ingress:
         self.dispatcher = Dispatcher(runtime.bus, self.metadata, self.records, self._batches)
         self._in_flight = asyncio.Semaphore(settings.ingress.max_in_flight)
         self._deadline = settings.ingress.accept_timeout.total_seconds()
+        self._routed_counters: dict[tuple[str, str, str], Any] = {}
 
     @classmethod
     def from_runtime(cls, runtime: Runtime) -> Ingress:
@@ -114,6 +115,7 @@ class Ingress:
         return cls(runtime, outbound, outbound.github)
 
     async def aclose(self) -> None:
+        await self.deliveries.aclose()
         await self.outbound.aclose()
         await self._batches.aclose()
         if self._own_redis is not None:
@@ -125,33 +127,55 @@ class Ingress:
             return Accepted(200, {"status": "ignored", "reason": delivery.ignored or "nothing to route"}, "ignored")
         if not self.runtime.nats.is_connected:
             raise Unavailable("message bus not connected")
+        channel = delivery.channel.value
         async with self._in_flight:
             try:
+                # One deadline for the whole delivery: the lookup, the decisions and every publish.
                 async with asyncio.timeout(self._deadline):
-                    return await self._route(delivery)
+                    batch = LookupBatch(
+                        self._batches, self._keys, self.deliveries, self.accounts, self.records, self.metadata
+                    )
+                    for intent in delivery.intents:
+                        routing.queue_reads(batch, intent)
+                    try:
+                        lookup = await batch.execute(channel, delivery.delivery_id)
+                    except (RedisError, OSError) as error:
+                        raise Unavailable(f"store: {describe(error)}") from None
+                    store = self.runtime.store
+                    if lookup.claim is not ClaimResult.CLAIMED or (
+                        store is not None and lookup.store_epoch != store.expected
+                    ):
+                        answer = await self._not_routed(delivery, lookup)
+                        if answer is not None:
+                            return answer
+                    try:
+                        decisions = [await self.routing.decide(intent, lookup) for intent in delivery.intents]
+                        routes = [decision for decision in decisions if isinstance(decision, Route)]
+                        publishes = [decision for decision in decisions if isinstance(decision, Publish)]
+                        await self.dispatcher.dispatch(routes, publishes)
+                    except BaseException as error:
+                        await self._release(channel, delivery.delivery_id)
+                        if isinstance(error, RedisError | OSError):
+                            raise Unavailable(f"store: {describe(error)}") from None
+                        raise
             except TimeoutError:
                 raise Unavailable(f"not made durable within {self._deadline:g} s") from None
+        self.deliveries.done(channel, delivery.delivery_id)
+        return self._accepted(delivery, decisions, routes, publishes)
 
-    async def _route(self, delivery: Delivery) -> Accepted:
+    async def _not_routed(self, delivery: Delivery, lookup: Lookup) -> Accepted | None:
+        """The answer to a delivery the lookup says not to route (the store lost its data, a
+        duplicate, a redelivery while the first is in flight); ``None`` to route it after all."""
         channel = delivery.channel.value
-        batch = LookupBatch(self._batches, self._keys, self.deliveries, self.accounts, self.records, self.metadata)
-        for intent in delivery.intents:
-            routing.queue_reads(batch, intent)
-        try:
-            lookup = await batch.execute(channel, delivery.delivery_id)
-        except (RedisError, OSError) as error:
-            raise Unavailable(f"store: {describe(error)}") from None
         store = self.runtime.store
         if store is not None and lookup.store_epoch != store.expected:
             lost = await store.confirm(lookup.store_epoch)
-        else:
-            lost = None
-        if lost is not None:
-            # Nothing read from a wiped store may decide: "not authorized" from lost settings
-            # would be a 2xx the code host never retries.
-            if lookup.claim is ClaimResult.CLAIMED:
-                await self._release(channel, delivery.delivery_id)
-            raise Unavailable(lost)
+            if lost is not None:
+                # Nothing read from a wiped store may decide: "not authorized" from lost settings
+                # would be a 2xx the code host never retries.
+                if lookup.claim is ClaimResult.CLAIMED:
+                    await self._release(channel, delivery.delivery_id)
+                raise Unavailable(lost)
         if lookup.claim is ClaimResult.DUPLICATE:
             return Accepted(200, {"status": "duplicate", "delivery": delivery.delivery_id}, "duplicate")
         if lookup.claim is ClaimResult.IN_PROGRESS:
@@ -159,22 +183,7 @@ class Ingress:
             return Accepted(
                 503, {"error": f"delivery {delivery.delivery_id} is being processed; retry later"}, "in_progress"
             )
-        try:
-            decisions = [await self.routing.decide(intent, lookup) for intent in delivery.intents]
-            routes = [decision for decision in decisions if isinstance(decision, Route)]
-            publishes = [decision for decision in decisions if isinstance(decision, Publish)]
-            await self.dispatcher.dispatch(routes, publishes)
-        except BaseException as error:
-            await self._release(channel, delivery.delivery_id)
-            if isinstance(error, RedisError | OSError):
-                raise Unavailable(f"store: {describe(error)}") from None
-            raise
-        try:
-            await self.deliveries.done(channel, delivery.delivery_id)
-        except (RedisError, OSError) as error:
-            # Durable already; the claim expires and the stream's Nats-Msg-Id drops a redelivery.
-            log.warning("delivery not marked done", delivery_id=delivery.delivery_id, error=describe(error))
-        return self._accepted(delivery, decisions, routes)
+        return None
 
     async def _release(self, channel: str, delivery_id: str) -> None:
         try:
@@ -184,37 +193,49 @@ class Ingress:
         except (RedisError, OSError) as error:
             log.warning("delivery claim not released; it expires", delivery_id=delivery_id, error=describe(error))
 
-    def _accepted(self, delivery: Delivery, decisions: list[routing.Decision], routes: list[Route]) -> Accepted:
+    def _routed(self, channel: str, role: str, trigger: str) -> Any:
+        key = (channel, role, trigger)
+        counter = self._routed_counters.get(key)
+        if counter is None:
+            counter = self._routed_counters[key] = ROUTED.labels(channel, role, trigger)
+        return counter
+
+    def _accepted(
+        self, delivery: Delivery, decisions: list[routing.Decision], routes: list[Route], publishes: list[Publish]
+    ) -> Accepted:
+        channel = delivery.channel.value
         for route in routes:
             trigger = route.message.trigger.value if route.message.trigger else "none"
-            ROUTED.labels(delivery.channel.value, route.role.value, trigger).inc()
+            role = route.role.value
+            self._routed(channel, role, trigger).inc()
             # One line for accepted and routed: a log line is dear on this path.
             log.info(
                 "webhook accepted and routed",
                 thread_id=route.thread_id,
-                channel=delivery.channel.value,
+                channel=channel,
                 delivery_id=delivery.delivery_id,
-                role=route.role.value,
+                role=role,
                 trigger=trigger,
                 wakes=route.wake,
                 new_thread=route.create is not None,
             )
-        skipped = [decision.reason for decision in decisions if isinstance(decision, Skip)]
-        for reason in skipped:
-            log.info(
-                "intent not routed", channel=delivery.channel.value, delivery_id=delivery.delivery_id, reason=reason
-            )
         body: dict[str, Any] = {
-            "status": "accepted" if routes or any(isinstance(d, Publish) for d in decisions) else "ignored",
+            "status": "accepted" if routes or publishes else "ignored",
             "delivery": delivery.delivery_id,
             "threads": [{"thread_id": route.thread_id, "role": route.role.value} for route in routes],
         }
-        if skipped:
-            body["skipped"] = skipped
+        replies: list[Reply] = []
+        if len(decisions) > len(routes) + len(publishes):
+            skipped = [decision.reason for decision in decisions if isinstance(decision, Skip)]
+            for reason in skipped:
+                log.info("intent not routed", channel=channel, delivery_id=delivery.delivery_id, reason=reason)
+            if skipped:
+                body["skipped"] = skipped
+            replies = [decision for decision in decisions if isinstance(decision, Reply)]
         return Accepted(
             200,
             body,
-            "accepted" if body["status"] == "accepted" else "ignored",
+            "accepted" if routes or publishes else "ignored",
             acknowledge=[route.message for route in routes if route.acknowledge],
-            replies=[decision for decision in decisions if isinstance(decision, Reply)],
+            replies=replies,
         )

@@ -8,8 +8,12 @@ publishing fails the claim is released; if the process dies, the claim expires. 
 sender's retry is processed, and the stream's ``Nats-Msg-Id`` window drops anything that was
 already stored.
 
-Done marks are group-committed: the marks of deliveries finishing together are written in
-one batch, and each request still waits for its own mark before answering.
+Done marks ride on the next delivery's lookup round trip, ahead of its claim, or are written by
+themselves a moment later when no delivery comes (:data:`MARK_DELAY`). The answer does not wait
+for its mark: the delivery is durable in JetStream already, and a mark lost with the process
+only lets a redelivery through to that duplicate window, as a mark that failed to write always
+did. A redelivery that finds the claim still ``pending`` while this process holds the mark
+unwritten is answered as the duplicate it is.
 """
 
 from __future__ import annotations
@@ -18,12 +22,19 @@ import asyncio
 from datetime import timedelta
 from enum import StrEnum
 
+import structlog
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
+from drydock.errors import describe
 from drydock.infra.redis import Batch, BatchConnections, Keys, Queue
+
+log = structlog.get_logger(__name__)
 
 PENDING = "pending"
 DONE = "done"
+MARK_DELAY = 0.002
+"""Seconds a done mark waits for a lookup round trip to ride on before it is written alone."""
 
 
 class ClaimResult(StrEnum):
@@ -43,56 +54,90 @@ class Deliveries:
         claim_ttl: timedelta,
         write_timeout: timedelta,
     ) -> None:
-        """``write_timeout`` bounds each group of done marks (for a client without socket timeouts)."""
+        """``write_timeout`` bounds each write of done marks alone (for a client without socket timeouts)."""
         self._redis = redis
         self._batches = batches
         self._keys = keys
         self._write_timeout = write_timeout.total_seconds()
         self._ttl_ms = int(ttl.total_seconds() * 1000)
         self._claim_ttl_ms = int(claim_ttl.total_seconds() * 1000)
-        self._unwritten: list[tuple[str, asyncio.Future[None]]] = []
-        self._writer: asyncio.Task[None] | None = None
+        self._unwritten: list[str] = []
+        """Done marks not yet queued in a round trip."""
+        self._unconfirmed: set[str] = set()
+        """Done marks queued or not, until Redis confirmed them."""
+        self._alone: asyncio.TimerHandle | None = None
+        self._writers: set[asyncio.Task[None]] = set()
 
     def queue_claim(self, pipe: Queue, channel: str, delivery_id: str) -> None:
-        """Queue the claim; decode its reply with :func:`claim_result`."""
+        """Queue the claim; decode its reply with :meth:`claim_result`."""
         pipe.set(self._keys.delivery(channel, delivery_id), PENDING, nx=True, px=self._claim_ttl_ms, get=True)
 
-    async def done(self, channel: str, delivery_id: str) -> None:
-        """Every publish of the delivery was acknowledged: remember it for the full TTL.
-        Raises what Redis raised if the mark could not be written."""
-        loop = asyncio.get_running_loop()
-        written: asyncio.Future[None] = loop.create_future()
-        self._unwritten.append((self._keys.delivery(channel, delivery_id), written))
-        if self._writer is None or self._writer.done():
-            self._writer = loop.create_task(self._write_marks())
-        await written
+    def claim_result(self, reply: str | None, channel: str, delivery_id: str) -> ClaimResult:
+        if reply is None:
+            return ClaimResult.CLAIMED
+        if reply == DONE or self._keys.delivery(channel, delivery_id) in self._unconfirmed:
+            return ClaimResult.DUPLICATE
+        return ClaimResult.IN_PROGRESS
+
+    def queue_marks(self, pipe: Queue) -> list[str]:
+        """Queue the done marks waiting to be written (ahead of a claim, so a redelivery in the
+        same round trip finds its mark); pass the result to :meth:`marks_written` once the round
+        trip answered, or to :meth:`marks_lost` if it failed."""
+        marks, self._unwritten = self._unwritten, []
+        for key in marks:
+            pipe.set(key, DONE, px=self._ttl_ms)
+        return marks
+
+    def marks_written(self, marks: list[str]) -> None:
+        self._unconfirmed.difference_update(marks)
+
+    def marks_lost(self, marks: list[str]) -> None:
+        """Their round trip failed: write them again with the next one."""
+        self._unwritten.extend(marks)
+        self._schedule()
+
+    def done(self, channel: str, delivery_id: str) -> None:
+        """Every publish of the delivery was acknowledged: remember it for the full TTL (with the
+        next round trip; see the module's description)."""
+        key = self._keys.delivery(channel, delivery_id)
+        self._unwritten.append(key)
+        self._unconfirmed.add(key)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if self._alone is None:
+            self._alone = asyncio.get_running_loop().call_later(MARK_DELAY, self._write_alone)
+
+    def _write_alone(self) -> None:
+        self._alone = None
+        if self._unwritten:
+            task = asyncio.get_running_loop().create_task(self._write_marks())
+            self._writers.add(task)
+            task.add_done_callback(self._writers.discard)
 
     async def _write_marks(self) -> None:
-        while self._unwritten:
-            batch, self._unwritten = self._unwritten, []
-            try:
-                marks = Batch(self._batches)
-                for key, _ in batch:
-                    marks.set(key, DONE, px=self._ttl_ms)
-                async with asyncio.timeout(self._write_timeout):
-                    await marks.execute()
-            except BaseException as error:
-                for _, written in batch:
-                    if not written.done():
-                        written.set_exception(error)
-                if isinstance(error, asyncio.CancelledError):
-                    raise
-            else:
-                for _, written in batch:
-                    if not written.done():
-                        written.set_result(None)
+        marks = Batch(self._batches)
+        queued = self.queue_marks(marks)
+        try:
+            async with asyncio.timeout(self._write_timeout):
+                await marks.execute()
+        except (RedisError, OSError, TimeoutError) as error:
+            # Durable already; the claim expires and the stream's Nats-Msg-Id drops a redelivery.
+            self._unconfirmed.difference_update(queued)
+            log.warning("deliveries not marked done", count=len(queued), error=describe(error))
+            return
+        self.marks_written(queued)
+
+    async def aclose(self) -> None:
+        """Write the marks still waiting (at shutdown)."""
+        if self._alone is not None:
+            self._alone.cancel()
+            self._alone = None
+        if self._unwritten:
+            await self._write_marks()
+        if self._writers:
+            await asyncio.gather(*self._writers, return_exceptions=True)
 
     async def release(self, channel: str, delivery_id: str) -> None:
         """Publishing failed: forget the claim so the sender's retry is processed."""
         await self._redis.delete(self._keys.delivery(channel, delivery_id))
-
-
-def claim_result(reply: str | None) -> ClaimResult:
-    if reply is None:
-        return ClaimResult.CLAIMED
-    return ClaimResult.DUPLICATE if reply == DONE else ClaimResult.IN_PROGRESS

@@ -55,11 +55,13 @@ class Dispatcher:
         if settings:
             await self._metadata.update(route.thread_id, lambda _fields: settings)
 
+    # The publishes leave out the bus's timeout: the delivery's one deadline (``Ingress.accept``)
+    # bounds them with everything else.
     async def _append_then_wake(self, route: Route) -> None:
-        await self._inbox.append(route.message)
+        await self._inbox.append(route.message, bounded=False)
         if route.wake:
             wake = Wake(thread_id=route.thread_id, role=route.role, reason=route.message.trigger or "inbox")
-            await self._bus.wake(wake, msg_id=f"wake:{route.thread_id}:{route.message.delivery_id}")
+            await self._bus.wake(wake, msg_id=f"wake:{route.thread_id}:{route.message.delivery_id}", bounded=False)
 
     async def dispatch(self, routes: list[Route], publishes: list[Publish]) -> None:
         """Raises :class:`Unavailable` when Redis or NATS did not take all of it, and
@@ -76,7 +78,7 @@ class Dispatcher:
                 )
             work = [
                 *(self._append_then_wake(route) for route in routes),
-                *(self._bus.github(publish.event) for publish in publishes),
+                *(self._bus.github(publish.event, bounded=False) for publish in publishes),
             ]
             # Most deliveries have one thing to publish; gathering it would cost a task.
             if len(work) == 1:

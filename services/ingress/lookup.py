@@ -5,15 +5,15 @@ durable PR records and branch indexes, and whether candidate threads exist."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
 from drydock.accounts import AccountsStore, Provider, RepositorySettings, TeamDefaults
-from drydock.infra.redis import Batch, BatchConnections, Keys, Queue
+from drydock.infra.redis import Batch, BatchConnections, Keys
 from drydock.threads.metadata import KnownThread, ThreadMetadataStore
 from drydock.threads.pr_records import PullRequestStore
-from services.ingress.dedup import ClaimResult, Deliveries, claim_result
+from services.ingress.dedup import ClaimResult, Deliveries
 
 # Parsed once per distinct stored JSON: the records are frozen, and a changed setting is a new
 # string, so this saves a validation per delivery without ever answering from a stale value.
@@ -43,7 +43,10 @@ class Lookup:
 
 
 class LookupBatch:
-    """Collects reads, then runs them with the claim in a single batch (:meth:`execute`)."""
+    """Collects reads, then runs them with the claim in a single batch (:meth:`execute`).
+
+    Each read is queued on the batch when asked for (once per distinct read) and noted as the
+    :class:`Lookup` field and key its reply goes to, with how to decode it."""
 
     def __init__(
         self,
@@ -54,89 +57,72 @@ class LookupBatch:
         records: PullRequestStore,
         metadata: ThreadMetadataStore,
     ) -> None:
-        self._batches = batches
+        self._batch = Batch(batches)
         self._keys = keys
         self._deliveries = deliveries
         self._accounts = accounts
         self._records = records
         self._metadata = metadata
         self._host = accounts.host
-        self._steps: list[tuple[Callable[[Queue], object], Callable[[Lookup, Any], None]]] = []
-        self._seen: set[tuple[str, ...]] = set()
+        self._reads: list[tuple[str, Hashable, Callable[[Any], Any] | None]] = []
+        self._seen: set[tuple[str, Hashable]] = set()
 
-    def _add(
-        self, identity: tuple[str, ...], queue: Callable[[Queue], object], store: Callable[[Lookup, Any], None]
-    ) -> None:
-        if identity not in self._seen:
-            self._seen.add(identity)
-            self._steps.append((queue, store))
+    def _new(self, field_name: str, key: Hashable, decode: Callable[[Any], Any] | None = None) -> bool:
+        """Note a read whose reply goes to ``Lookup.{field_name}[key]``; ``False`` if already asked."""
+        if (field_name, key) in self._seen:
+            return False
+        self._seen.add((field_name, key))
+        self._reads.append((field_name, key, decode))
+        return True
 
     def user(self, provider: Provider, external_id: str) -> None:
-        def store(lookup: Lookup, reply: Any) -> None:
-            lookup.users[(provider, external_id)] = reply
-
-        self._add(
-            ("user", provider, external_id), lambda p: self._accounts.queue_user_for(p, provider, external_id), store
-        )
+        if self._new("users", (provider, external_id)):
+            self._accounts.queue_user_for(self._batch, provider, external_id)
 
     def repository(self, full_name: str) -> None:
-        def store(lookup: Lookup, reply: Any) -> None:
-            lookup.repositories[full_name.lower()] = _repository(reply)
-
-        self._add(("repo", full_name.lower()), lambda p: self._accounts.queue_repository(p, full_name), store)
+        if self._new("repositories", full_name.lower(), _repository):
+            self._accounts.queue_repository(self._batch, full_name)
 
     def pull_request(self, full_name: str, number: int) -> None:
-        def store(lookup: Lookup, reply: Any) -> None:
-            lookup.pr_threads[(full_name.lower(), number)] = reply
-
-        self._add(
-            ("pr", full_name.lower(), str(number)),
-            lambda p: self._records.queue_thread_for(p, self._host, full_name, number),
-            store,
-        )
+        if self._new("pr_threads", (full_name.lower(), number)):
+            self._records.queue_thread_for(self._batch, self._host, full_name, number)
 
     def branch(self, full_name: str, branch: str, short: str | None) -> None:
-        def store(lookup: Lookup, reply: Any) -> None:
-            lookup.branch_threads[(full_name.lower(), branch)] = reply
-
-        self._add(
-            ("branch", full_name.lower(), branch),
-            lambda p: self._records.queue_thread_for_branch(p, self._host, full_name, branch),
-            store,
-        )
-        if short is not None:
-
-            def store_short(lookup: Lookup, reply: Any) -> None:
-                lookup.short_threads[short] = reply
-
-            self._add(("short", short), lambda p: self._records.queue_thread_for_short_id(p, short), store_short)
+        if self._new("branch_threads", (full_name.lower(), branch)):
+            self._records.queue_thread_for_branch(self._batch, self._host, full_name, branch)
+        if short is not None and self._new("short_threads", short):
+            self._records.queue_thread_for_short_id(self._batch, short)
 
     def finding_comment(self, full_name: str, comment_id: str) -> None:
-        def store(lookup: Lookup, reply: Any) -> None:
-            lookup.finding_threads[(full_name.lower(), comment_id)] = reply
-
-        self._add(
-            ("finding", full_name.lower(), comment_id),
-            lambda p: p.get(self._keys.finding_comment(self._host, full_name, comment_id)),
-            store,
-        )
+        if self._new("finding_threads", (full_name.lower(), comment_id)):
+            self._batch.get(self._keys.finding_comment(self._host, full_name, comment_id))
 
     def thread(self, thread_id: str) -> None:
-        def store(lookup: Lookup, reply: Any) -> None:
-            lookup.threads[thread_id] = KnownThread.from_reply(reply)
-
-        self._add(("thread", thread_id), lambda p: self._metadata.queue_known(p, thread_id), store)
+        if self._new("threads", thread_id, KnownThread.from_reply):
+            self._metadata.queue_known(self._batch, thread_id)
 
     async def execute(self, channel: str, delivery_id: str) -> Lookup:
         """Claim the delivery and run every read; one round trip."""
-        batch = Batch(self._batches)
-        self._deliveries.queue_claim(batch, channel, delivery_id)
+        batch = self._batch
+        deliveries = self._deliveries
+        # The waiting done marks go ahead of the claim: a redelivery finds its own.
+        marks = deliveries.queue_marks(batch)
+        deliveries.queue_claim(batch, channel, delivery_id)
         self._accounts.queue_team(batch)
         batch.get(self._keys.store_epoch())
-        for queue, _ in self._steps:
-            queue(batch)
-        replies = await batch.execute()
-        lookup = Lookup(claim=claim_result(replies[0]), team=_team(replies[1]), store_epoch=replies[2])
-        for (_, store), reply in zip(self._steps, replies[3:], strict=True):
-            store(lookup, reply)
+        try:
+            replies = await batch.execute()
+        except BaseException:
+            if marks:
+                deliveries.marks_lost(marks)
+            raise
+        if marks:
+            deliveries.marks_written(marks)
+        reads = len(self._reads)
+        claim, team, store_epoch = replies[reads + len(marks) :]
+        lookup = Lookup(
+            claim=deliveries.claim_result(claim, channel, delivery_id), team=_team(team), store_epoch=store_epoch
+        )
+        for (field_name, key, decode), reply in zip(self._reads, replies, strict=False):
+            getattr(lookup, field_name)[key] = reply if decode is None else decode(reply)
         return lookup

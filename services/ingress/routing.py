@@ -128,6 +128,15 @@ def _on_issue(intent: Message) -> bool:
     return isinstance(intent.conversation, GithubConversation) and not intent.conversation.pull_request
 
 
+_PROVIDERS = {Channel(provider.value): provider for provider in Provider}
+
+
+def _provider(channel: Channel) -> Provider:
+    """The account provider of a channel whose senders have accounts (a lookup: an enum's
+    call by value costs a microsecond, twice per message)."""
+    return _PROVIDERS[channel]
+
+
 def _author(sender: Sender, user_id: str | None) -> Author:
     return Author(channel=sender.channel, external_id=sender.external_id, name=sender.name, user_id=user_id)
 
@@ -151,7 +160,7 @@ def queue_reads(batch: LookupBatch, intent: Intent) -> None:
     """Ask the batch for everything :meth:`Routing.decide` reads for ``intent``."""
     match intent:
         case Message():
-            batch.user(Provider(intent.sender.channel.value), intent.sender.external_id)
+            batch.user(_provider(intent.sender.channel), intent.sender.external_id)
             if intent.repository is not None:
                 batch.repository(intent.repository)
                 root = _review_thread_root(intent)
@@ -242,7 +251,7 @@ class Routing:
         mentioned = intent.addressed or mentions(intent.text, handle)
         if not existing and (intent.follow_up_only or not mentioned):
             return Skip("not addressed to the agent, and not in a thread it works in")
-        user_id = lookup.users.get((Provider(sender.channel.value), sender.external_id))
+        user_id = lookup.users.get((_provider(sender.channel), sender.external_id))
         refusal = await self._authorizer.refusal(sender, user_id, lookup.team, intent.repository)
         if refusal is not None:
             return Skip(f"author not authorized: {refusal}")
@@ -307,7 +316,7 @@ class Routing:
         return Route(Role.CODER, new, create=create, acknowledge=True)
 
     async def _link(self, intent: Message, code: str) -> Decision:
-        provider = Provider(intent.sender.channel.value)
+        provider = _provider(intent.sender.channel)
         redemption = await self._link_codes.redeem(provider, intent.sender.external_id, code)
         outcome = redemption.outcome
         if (
@@ -320,7 +329,7 @@ class Routing:
 
     async def _finding_reply(self, intent: Message, lookup: Lookup, thread_id: str) -> Decision:
         sender = intent.sender
-        user_id = lookup.users.get((Provider(sender.channel.value), sender.external_id))
+        user_id = lookup.users.get((_provider(sender.channel), sender.external_id))
         refusal = await self._authorizer.refusal(sender, user_id, lookup.team, intent.repository)
         if refusal is not None:
             return Skip(f"author not authorized: {refusal}")
@@ -341,7 +350,7 @@ class Routing:
         sender = intent.sender
         conversation = intent.conversation
         assert isinstance(conversation, GithubConversation)
-        user_id = lookup.users.get((Provider(sender.channel.value), sender.external_id))
+        user_id = lookup.users.get((_provider(sender.channel), sender.external_id))
         refusal = await self._authorizer.refusal(sender, user_id, lookup.team, intent.repository)
         if refusal is not None:
             return Skip(f"author not authorized: {refusal}")

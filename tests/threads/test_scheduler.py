@@ -58,7 +58,7 @@ class WakesFail(Bus):
     def __init__(self, bus: Bus) -> None:
         super().__init__(bus.nc)
 
-    async def wake(self, wake: Wake, *, msg_id: str | None = None) -> PubAck:
+    async def wake(self, wake: Wake, *, msg_id: str | None = None, bounded: bool = True) -> PubAck:
         raise BusUnavailable("wake not acknowledged (test)")
 
 

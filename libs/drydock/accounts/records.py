@@ -26,9 +26,15 @@ class Provider(StrEnum):
     LINEAR = "linear"
 
 
+_DOTS = frozenset({".", ".."})
+
+
 def repository_name(value: str) -> str:
     """Validate ``owner/name``; raise ``ValueError`` with the reason."""
-    if not REPOSITORY_PATTERN.match(value) or any(part in {".", ".."} for part in value.split("/")):
+    if not REPOSITORY_PATTERN.match(value):
+        raise ValueError(f"{value!r} is not a repository name of the form owner/name")
+    owner, name = value.split("/")
+    if owner in _DOTS or name in _DOTS:
         raise ValueError(f"{value!r} is not a repository name of the form owner/name")
     return value
 

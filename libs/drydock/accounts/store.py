@@ -8,6 +8,7 @@ decodes the reply.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import cast
 
@@ -57,8 +58,11 @@ class AccountTaken(Exception):
         self.external_id = external_id
 
 
+_NOT_IN_AN_ID = re.compile(r"[ \t\r\n]")
+
+
 def _external_id(external_id: str) -> str:
-    if not external_id or any(char in external_id for char in " \t\r\n"):
+    if not external_id or _NOT_IN_AN_ID.search(external_id) is not None:
         raise ValueError(f"invalid external account id: {external_id!r}")
     return external_id
 

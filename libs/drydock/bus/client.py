@@ -110,10 +110,16 @@ class Bus:
         *,
         msg_id: str | None = None,
         headers: dict[str, str] | None = None,
+        bounded: bool = True,
     ) -> PubAck:
-        """Publish and await the stream's acknowledgement; ``msg_id`` de-duplicates in the stream."""
+        """Publish and await the stream's acknowledgement; ``msg_id`` de-duplicates in the stream.
+
+        ``bounded=False`` leaves out the bus's timeout, for a caller whose own deadline bounds
+        all its work (the ingress's per delivery): a timeout per publish is a timer each."""
         try:
             with publish_span(subject):
+                if not bounded:
+                    return await (await self._send(subject, envelope, msg_id, headers))
                 async with asyncio.timeout(self.timeout):
                     return await (await self._send(subject, envelope, msg_id, headers))
         except MaxPayloadError:
@@ -156,8 +162,8 @@ class Bus:
         except (NatsError, TimeoutError) as error:
             raise BusUnavailable(f"{len(pending)} publishes not acknowledged: {describe(error)}") from None
 
-    async def wake(self, wake: Wake, *, msg_id: str | None = None) -> PubAck:
-        return await self.publish(subjects.run(wake.role, wake.thread_id), wake, msg_id=msg_id)
+    async def wake(self, wake: Wake, *, msg_id: str | None = None, bounded: bool = True) -> PubAck:
+        return await self.publish(subjects.run(wake.role, wake.thread_id), wake, msg_id=msg_id, bounded=bounded)
 
     async def emit(self, event: RunEvent) -> PubAck:
         tell(event)
@@ -167,8 +173,8 @@ class Bus:
         tell(event)
         return await self.publish_soon(subjects.event(event.thread_id, event.type.value), event)
 
-    async def github(self, event: GithubEvent) -> PubAck:
-        return await self.publish(subjects.github(event.event), event, msg_id=event.delivery_id)
+    async def github(self, event: GithubEvent, *, bounded: bool = True) -> PubAck:
+        return await self.publish(subjects.github(event.event), event, msg_id=event.delivery_id, bounded=bounded)
 
     async def close(self) -> None:
         await self.nc.drain()

@@ -1,5 +1,7 @@
 """Subject builders. Every subject Drydock uses is spelled here and nowhere else."""
 
+import re
+
 from drydock.roles import Role
 
 INBOX = "drydock.inbox"
@@ -10,8 +12,11 @@ EVENT = "drydock.event"
 GITHUB = "drydock.github"
 
 
+_NOT_IN_A_TOKEN = re.compile(r"[. *>\t\r\n]")
+
+
 def _token(value: str) -> str:
-    if not value or any(char in value for char in ". *>\t\r\n"):
+    if not value or _NOT_IN_A_TOKEN.search(value) is not None:
         raise ValueError(f"{value!r} cannot be a subject token")
     return value
 

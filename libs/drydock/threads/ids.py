@@ -29,7 +29,7 @@ def short_id(thread_id_: str) -> str:
 
 def _repo(host: str, owner: str, repo: str) -> str:
     for name, value in (("host", host), ("owner", owner), ("repo", repo)):
-        if not value or any(char in value for char in ":/ "):
+        if not value or ":" in value or "/" in value or " " in value:
             raise ValueError(f"invalid {name}: {value!r}")
     return f"{host.lower()}:{owner.lower()}/{repo.lower()}"
 

@@ -57,13 +57,15 @@ class Inbox:
     def bus(self) -> Bus:
         return self._bus
 
-    async def append(self, message: InboxMessage) -> AppendResult:
+    async def append(self, message: InboxMessage, *, bounded: bool = True) -> AppendResult:
         """Store the message once it is acknowledged; a repeated delivery id is stored once
-        (within the stream's duplicate window) and reported as ``duplicate``."""
+        (within the stream's duplicate window) and reported as ``duplicate``. ``bounded``: as
+        :meth:`~drydock.bus.client.Bus.publish`'s."""
         ack = await self._bus.publish(
             subjects.inbox(message.thread_id),
             message,
             msg_id=f"{message.thread_id}:{message.delivery_id}",
+            bounded=bounded,
         )
         return AppendResult(seq=ack.seq, duplicate=bool(ack.duplicate))
 
