@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
@@ -17,8 +18,9 @@ from langchain_core.messages import HumanMessage
 from drydock.graphs.analyzer import FreshSkills, analyzer_graph, analyzer_run
 from drydock.graphs.analyzer_prompt import EVIDENCE_FILE, EVIDENCE_ROUTE
 from drydock.graphs.coder import coder_graph, coder_run
+from drydock.graphs.inputs import AgentInputs
 from drydock.graphs.reviewer import READ_TOOLS, reviewer_graph, reviewer_run
-from drydock.graphs.shared import MissingRunContext
+from drydock.graphs.shared import MissingRunContext, RunContext
 from drydock.graphs.subagents import NoSubagents, general_purpose
 from drydock.graphs.turn_state import InboxTurnState
 from drydock.roles import Role
@@ -26,141 +28,135 @@ from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.providers.local import LocalProvider
 from drydock.skills import SKILLS_ROUTE, skill_files, with_read_only_routes
 from tests.fakes.openai_server import ReceivedRequest, Script, ScriptedModelServer
+from tests.graphs.built import Graph
 from tests.graphs.conftest import Parts
 from tests.middleware.conftest import chat_model, run_config
 
-
-def _script() -> Script:
-    return (
-        Script()
-        .tool_call("write_todos", todos=[{"content": "look around", "status": "in_progress"}])
-        .tool_call("ls", path="/")
-        .tool_call("report_confidence", confidence=0.5, diagnosis="a guess")
-        .reply("done")
-    )
+Build = Callable[[AgentInputs], Graph]
+BuildForRun = Callable[[AgentInputs, RunContext], Graph]
 
 
 def _without_ids(body: dict[str, Any]) -> dict[str, Any]:
     return {**body, "messages": [{k: v for k, v in m.items() if k != "id"} for m in body["messages"]]}
 
 
-def _reviewer_script() -> Script:
-    return Script().tool_call("ls", path="/").tool_call("git", command="log", args=["--oneline"]).reply("Looks fine.")
+async def _sent_both_ways(
+    parts: Parts,
+    role: Role,
+    script: Callable[[], Script],
+    run_of: Callable[[AgentInputs], RunContext],
+    shared: Build,
+    built_for_run: BuildForRun,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The requests of one turn on a graph built for the run, then of the same turn on the shared graph."""
+    sent: list[list[dict[str, Any]]] = []
+    for on_shared in (False, True):
+        async with ScriptedModelServer(script()) as server:
+            inputs = parts.inputs(role, server)
+            run = run_of(inputs)
+            config = run_config(f"{parts.thread_id}-{on_shared}")
+            turn: Any = {"messages": [HumanMessage("go on")]}
+            if on_shared:
+                await shared(inputs).ainvoke(turn, config, context=run)
+            else:
+                await built_for_run(inputs, run).ainvoke(turn, config)
+            sent.append([_without_ids(request.body) for request in server.requests])
+    return sent[0], sent[1]
 
 
-class TestTheSharedReviewer:
-    async def test_a_run_sends_what_a_graph_built_for_it_sends(self, parts: Parts) -> None:
-        sent: list[list[dict[str, Any]]] = []
-        for shared in (False, True):
-            async with ScriptedModelServer(_reviewer_script()) as server:
-                inputs = parts.inputs(Role.REVIEWER, server)
-                run = reviewer_run(inputs)
-                config = run_config(f"{parts.thread_id}-{shared}")
-                turn: Any = {"messages": [HumanMessage("review it")]}
-                if shared:
-                    await reviewer_graph(inputs).ainvoke(turn, config, context=run)
-                else:
-                    built = create_deep_agent(
-                        inputs.model,
-                        run.tools,
-                        system_prompt=run.system_prompt,
-                        middleware=[
-                            cast(
-                                AgentMiddleware[Any, Any, Any],
-                                FilesystemMiddleware(backend=inputs.backend, tools=READ_TOOLS),
-                            ),
-                            NoSubagents(),
-                            *run.middleware,
-                        ],
-                        backend=inputs.backend,
-                        checkpointer=inputs.checkpointer,
-                        state_schema=InboxTurnState,
-                        name="reviewer",
-                    )
-                    await built.ainvoke(turn, config)
-                sent.append([_without_ids(request.body) for request in server.requests])
+def _read_only(backend: Any) -> AgentMiddleware[Any, Any, Any]:
+    return cast(AgentMiddleware[Any, Any, Any], FilesystemMiddleware(backend=backend, tools=READ_TOOLS))
 
-        per_run, shared_graph = sent
+
+def _coder_for_run(inputs: AgentInputs, run: RunContext) -> Graph:
+    return create_deep_agent(
+        inputs.model,
+        inputs.tools,
+        system_prompt=run.system_prompt,
+        middleware=list(run.middleware),
+        subagents=[general_purpose(run.subagent)] if run.subagent is not None else [],
+        backend=inputs.backend,
+        checkpointer=inputs.checkpointer,
+        name="coder",
+    )
+
+
+def _reviewer_for_run(inputs: AgentInputs, run: RunContext) -> Graph:
+    return create_deep_agent(
+        inputs.model,
+        run.tools,
+        system_prompt=run.system_prompt,
+        middleware=[_read_only(inputs.backend), NoSubagents(), *run.middleware],
+        backend=inputs.backend,
+        checkpointer=inputs.checkpointer,
+        state_schema=InboxTurnState,
+        name="reviewer",
+    )
+
+
+def _analyzer_for_run(inputs: AgentInputs, run: RunContext) -> Graph:
+    routes = {SKILLS_ROUTE: skill_files(), EVIDENCE_ROUTE: run.routes[EVIDENCE_ROUTE]}
+    backend = with_read_only_routes(inputs.backend, routes)
+    return create_deep_agent(
+        inputs.model,
+        run.tools,
+        system_prompt=run.system_prompt,
+        middleware=[
+            _read_only(backend),
+            NoSubagents(),
+            FreshSkills(backend=backend, sources=[SKILLS_ROUTE]),
+            *run.middleware,
+        ],
+        backend=backend,
+        checkpointer=inputs.checkpointer,
+        state_schema=InboxTurnState,
+        name="analyzer",
+    )
+
+
+class TestASharedGraphSendsWhatAGraphBuiltForTheRunSends:
+    async def test_the_coder(self, parts: Parts) -> None:
+        def script() -> Script:
+            return (
+                Script()
+                .tool_call("write_todos", todos=[{"content": "look around", "status": "in_progress"}])
+                .tool_call("ls", path="/")
+                .tool_call("report_confidence", confidence=0.5, diagnosis="a guess")
+                .reply("done")
+            )
+
+        per_run, shared = await _sent_both_ways(parts, Role.CODER, script, coder_run, coder_graph, _coder_for_run)
+        assert len(per_run) == 4
+        assert shared == per_run
+
+    async def test_the_reviewer(self, parts: Parts) -> None:
+        def script() -> Script:
+            return Script().tool_call("ls", path="/").tool_call("git", command="log", args=["--oneline"]).reply("Fine.")
+
+        per_run, shared = await _sent_both_ways(
+            parts, Role.REVIEWER, script, reviewer_run, reviewer_graph, _reviewer_for_run
+        )
         assert len(per_run) == 3
-        assert shared_graph == per_run
+        assert shared == per_run
 
-
-class TestTheSharedAnalyzer:
-    async def test_a_run_sends_what_a_graph_built_for_it_sends(self, parts: Parts) -> None:
-        sent: list[list[dict[str, Any]]] = []
-        for shared in (False, True):
-            script = (
+    async def test_the_analyzer(self, parts: Parts) -> None:
+        def script() -> Script:
+            return (
                 Script()
                 .tool_call("ls", path="/skills/")
                 .tool_call("read_file", file_path=EVIDENCE_FILE)
                 .tool_call("ls", path="/")
                 .reply("Nothing to save.")
             )
-            async with ScriptedModelServer(script) as server:
-                inputs = parts.inputs(Role.ANALYZER, server)
-                run = analyzer_run(inputs)
-                config = run_config(f"{parts.thread_id}-{shared}")
-                turn: Any = {"messages": [HumanMessage("learn")]}
-                if shared:
-                    await analyzer_graph(inputs).ainvoke(turn, config, context=run)
-                else:
-                    backend = with_read_only_routes(
-                        inputs.backend, {SKILLS_ROUTE: skill_files(), EVIDENCE_ROUTE: run.routes[EVIDENCE_ROUTE]}
-                    )
-                    built = create_deep_agent(
-                        inputs.model,
-                        run.tools,
-                        system_prompt=run.system_prompt,
-                        middleware=[
-                            cast(
-                                AgentMiddleware[Any, Any, Any], FilesystemMiddleware(backend=backend, tools=READ_TOOLS)
-                            ),
-                            NoSubagents(),
-                            FreshSkills(backend=backend, sources=[SKILLS_ROUTE]),
-                            *run.middleware,
-                        ],
-                        backend=backend,
-                        checkpointer=inputs.checkpointer,
-                        state_schema=InboxTurnState,
-                        name="analyzer",
-                    )
-                    await built.ainvoke(turn, config)
-                sent.append([_without_ids(request.body) for request in server.requests])
 
-        per_run, shared_graph = sent
+        per_run, shared = await _sent_both_ways(
+            parts, Role.ANALYZER, script, analyzer_run, analyzer_graph, _analyzer_for_run
+        )
         assert len(per_run) == 4
-        assert shared_graph == per_run
+        assert shared == per_run
 
 
 class TestTheSharedCoder:
-    async def test_a_run_sends_what_a_graph_built_for_it_sends(self, parts: Parts) -> None:
-        sent: list[list[dict[str, Any]]] = []
-        for shared in (False, True):
-            async with ScriptedModelServer(_script()) as server:
-                inputs = parts.inputs(Role.CODER, server)
-                run = coder_run(inputs)
-                config = run_config(f"{parts.thread_id}-{shared}")
-                turn: Any = {"messages": [HumanMessage("look around")]}
-                if shared:
-                    await coder_graph(inputs).ainvoke(turn, config, context=run)
-                else:
-                    built = create_deep_agent(
-                        inputs.model,
-                        inputs.tools,
-                        system_prompt=run.system_prompt,
-                        middleware=list(run.middleware),
-                        subagents=[general_purpose(run.subagent)] if run.subagent is not None else [],
-                        backend=inputs.backend,
-                        checkpointer=inputs.checkpointer,
-                        name="coder",
-                    )
-                    await built.ainvoke(turn, config)
-                sent.append([_without_ids(request.body) for request in server.requests])
-
-        per_run, shared_graph = sent
-        assert len(per_run) == 4
-        assert shared_graph == per_run
-
     async def test_runs_with_the_same_model_share_one_graph(self, parts: Parts) -> None:
         async with ScriptedModelServer() as server:
             first = coder_graph(parts.inputs(Role.CODER, server))
