@@ -92,7 +92,7 @@ class TestTheBuiltRoles:
         assert tool_names(coder) == [*FILE_TOOLS, "task", "write_todos", *NUDGES, *CODER_TOOLS]
         steps = _without_strip(CODER_ORDER)
         steps.remove("ModelFallbackMiddleware")
-        assert stacks.names("coder") == [*HEAD, "RunTools", "RunPrompt", "TodoListMiddleware", *steps, *TAIL]
+        assert stacks.names("coder") == [*HEAD, "RunTools", "RunRequest", "TodoListMiddleware", *steps, *TAIL]
         planning = stacks.by_agent["coder"][len(HEAD) + 2]
         assert isinstance(planning, RunBound)
         assert planning.kind is Planning
@@ -114,7 +114,7 @@ class TestTheBuiltRoles:
                 reviewer, run = reviewer_graph(inputs), reviewer_run(inputs)
 
         assert tool_names(reviewer) == [*READ_TOOLS, *NUDGES, *REVIEWER_TOOLS, "git"]
-        assert stacks.names("reviewer") == [*HEAD, "RunTools", "RunPrompt", *_without_strip(REVIEWER_ORDER), *TAIL]
+        assert stacks.names("reviewer") == [*HEAD, "RunTools", "RunRequest", *_without_strip(REVIEWER_ORDER), *TAIL]
         assert isinstance(stacks.by_agent["reviewer"][1], NoSubagents)
         _edge_is_innermost(reviewer, run)
         _no_node_per_step(reviewer)
@@ -127,7 +127,7 @@ class TestTheBuiltRoles:
 
         assert tool_names(analyzer) == [*READ_TOOLS, *NUDGES, *ANALYZER_TOOLS]
         steps = _without_strip(ANALYZER_ORDER)
-        assert stacks.names("analyzer") == [*HEAD, "RunTools", "RunPrompt", *steps, "SkillsMiddleware", *TAIL]
+        assert stacks.names("analyzer") == [*HEAD, "RunTools", "RunRequest", *steps, "SkillsMiddleware", *TAIL]
         assert isinstance(stacks.by_agent["analyzer"][1], NoSubagents)
         _edge_is_innermost(analyzer, run)
 

@@ -14,15 +14,18 @@ from deepagents import create_deep_agent
 from deepagents.middleware.filesystem import FilesystemMiddleware
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import HumanMessage
+from pydantic import SecretStr
 
+from drydock.config import ModelSettings
 from drydock.graphs.analyzer import FreshSkills, analyzer_graph, analyzer_run
 from drydock.graphs.analyzer_prompt import EVIDENCE_FILE, EVIDENCE_ROUTE
 from drydock.graphs.coder import coder_graph, coder_run
 from drydock.graphs.inputs import AgentInputs
 from drydock.graphs.reviewer import READ_TOOLS, reviewer_graph, reviewer_run
-from drydock.graphs.shared import MissingRunContext, RunContext
+from drydock.graphs.shared import MissingRunContext, RunContext, model_key
 from drydock.graphs.subagents import NoSubagents, general_purpose
 from drydock.graphs.turn_state import InboxTurnState
+from drydock.models import Models
 from drydock.roles import Role
 from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.providers.local import LocalProvider
@@ -199,3 +202,27 @@ class TestTheSharedCoder:
             with pytest.raises(MissingRunContext, match="runs only with its run's context"):
                 await graph.ainvoke({"messages": [HumanMessage("act")]}, run_config(parts.thread_id))
         assert (await parts.sandbox.aexecute("test -e ~/acted || echo absent")).output.strip() == "absent"
+
+
+class TestTheRunsOwnClient:
+    def test_clients_differing_in_a_request_setting_do_not_share_a_graph(self) -> None:
+        models = Models(ModelSettings(base_url="http://127.0.0.1:9/v1", api_key=SecretStr("unused")))
+        first, second = models.chat_model(models.default), models.chat_model(models.default)
+        assert model_key(first) == model_key(second)
+        assert model_key(first.model_copy(update={"reasoning_effort": "high"})) != model_key(first)
+        assert model_key(None) is None
+
+    async def test_a_run_s_requests_go_through_its_own_client(self, parts: Parts) -> None:
+        async with ScriptedModelServer(Script().reply("hello"), api_key="the-run-s-key") as server:
+            shaped_by = parts.inputs(Role.CODER, server)
+            graph = coder_graph(shaped_by)
+            settings = ModelSettings(
+                base_url=server.base_url, api_key=SecretStr("the-run-s-key"), default="gpt-5.1", max_retries=0
+            )
+            models = Models(settings)
+            inputs = parts.inputs(Role.CODER, server, model=models.chat_model(models.default))
+            assert coder_graph(inputs) is graph, "the key is not in the settings' dump"
+            await graph.ainvoke(
+                {"messages": [HumanMessage("hi")]}, run_config(parts.thread_id), context=coder_run(inputs)
+            )
+        assert len(server.requests) == 1

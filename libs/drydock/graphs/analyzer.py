@@ -26,7 +26,7 @@ from langgraph.runtime import Runtime
 
 from drydock.graphs.analyzer_prompt import EVIDENCE_FILE, EVIDENCE_ROUTE, analyzer_prompt
 from drydock.graphs.inputs import AgentInputs
-from drydock.graphs.shared import GRAPHS, RunBackend, RunContext, RunPrompt, RunTools, placeholder_tools, run_bound
+from drydock.graphs.shared import GRAPHS, RunBackend, RunContext, RunRequest, RunTools, placeholder_tools, run_bound
 from drydock.graphs.subagents import NoSubagents
 from drydock.graphs.token_count import summarization
 from drydock.graphs.turn_state import InboxTurnState
@@ -77,6 +77,7 @@ def analyzer_run(inputs: AgentInputs) -> RunContext:
         )
     )
     return RunContext(
+        model=inputs.model,
         middleware=[*steps, summarization(inputs.model, backend)],
         tools=inputs.tools,
         backend=inputs.backend,
@@ -103,7 +104,7 @@ def shared_analyzer(inputs: AgentInputs, run: RunContext) -> CompiledStateGraph[
         NoSubagents(),
         FreshSkills(backend=backend, sources=[SKILLS_ROUTE]),
         RunTools(),
-        RunPrompt(),
+        RunRequest(),
         *run_bound(run.middleware),
     ]
     return create_deep_agent(

@@ -21,7 +21,7 @@ from drydock.graphs.shared import (
     GRAPHS,
     RunBackend,
     RunContext,
-    RunPrompt,
+    RunRequest,
     RunSubagent,
     RunTools,
     placeholder_tools,
@@ -65,6 +65,7 @@ def coder_run(inputs: AgentInputs) -> RunContext:
         summarization(inputs.model, inputs.backend),
     ]
     return RunContext(
+        model=inputs.model,
         middleware=steps,
         tools=inputs.tools,
         backend=inputs.backend,
@@ -89,7 +90,7 @@ def shared_coder(inputs: AgentInputs, run: RunContext) -> CompiledStateGraph[Any
     return create_deep_agent(
         inputs.model,
         placeholder_tools(run.tools),
-        middleware=[RunTools(), RunPrompt(), *run_bound(run.middleware)],
+        middleware=[RunTools(), RunRequest(), *run_bound(run.middleware)],
         subagents=[general_purpose(RunSubagent())],
         backend=RunBackend(),
         checkpointer=inputs.checkpointer,

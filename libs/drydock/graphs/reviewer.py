@@ -22,7 +22,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from drydock.graphs.inputs import AgentInputs
 from drydock.graphs.reviewer_prompt import reviewer_prompt
-from drydock.graphs.shared import GRAPHS, RunBackend, RunContext, RunPrompt, RunTools, placeholder_tools, run_bound
+from drydock.graphs.shared import GRAPHS, RunBackend, RunContext, RunRequest, RunTools, placeholder_tools, run_bound
 from drydock.graphs.subagents import NoSubagents
 from drydock.graphs.token_count import summarization
 from drydock.graphs.turn_state import InboxTurnState
@@ -48,6 +48,7 @@ def reviewer_run(inputs: AgentInputs) -> RunContext:
     )
     repository = inputs.checkout.path if inputs.checkout is not None else "/"
     return RunContext(
+        model=inputs.model,
         middleware=[*steps, summarization(inputs.model, inputs.backend)],
         tools=[*inputs.tools, read_only_git.build(inputs.backend, repository)],
         backend=inputs.backend,
@@ -69,7 +70,7 @@ def shared_reviewer(inputs: AgentInputs, run: RunContext) -> CompiledStateGraph[
         FilesystemMiddleware(backend=RunBackend(), tools=READ_TOOLS),
         NoSubagents(),
         RunTools(),
-        RunPrompt(),
+        RunRequest(),
         *run_bound(run.middleware),
     ]
     return create_deep_agent(

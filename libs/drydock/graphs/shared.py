@@ -3,7 +3,7 @@
 Compiling a deep agent is framework work (schemas, signatures, the tool node, the state graph):
 about 10 ms of CPU and 300 KiB that a run held from its start to its end, built anew for every
 run although two runs of a role differ only in the objects they act on. So the graph is
-compiled once per (role, model, fallback model) and each run brings its own objects in
+compiled once per (role, model, fallback model, checkpointer) and each run brings its own objects in
 LangGraph's runtime context (``astream(..., context=RunContext(...))``):
 
 - **middleware**: the role's list is built per run as before (each step bound to the run's
@@ -14,7 +14,11 @@ LangGraph's runtime context (``astream(..., context=RunContext(...))``):
   tools and a tool call runs the run's tool. The shared graph's own copies
   (:func:`placeholder_tools`) refuse to run: nothing of one run is kept in the shared graph;
 - **the sandbox** the framework's file and shell tools use (:class:`RunBackend`);
-- **the system prompt** (:class:`RunPrompt`), and the coder's **subagent** (:class:`RunSubagent`).
+- **the model client and the system prompt** of each request (:class:`RunRequest`): the
+  shared graph's own client only shaped the graph (the summarization's thresholds), so a run's
+  requests go through the run's client even where two clients differ in what their settings'
+  dump leaves out (an API key, an HTTP client);
+- the coder's **subagent** (:class:`RunSubagent`).
 
 A stand-in without its run's context raises :class:`MissingRunContext` instead of acting.
 """
@@ -85,6 +89,8 @@ class RunContext:
     """The run's middleware, in the positions of the shared graph's stand-ins."""
     tools: Sequence[BaseTool]
     """The run's own tools (the framework's come with the middleware or the backend)."""
+    model: BaseChatModel
+    """The run's model client."""
     backend: SandboxBackendProtocol
     system_prompt: str
     subagent: Runnable[Any, Any] | None = None
@@ -222,18 +228,20 @@ class RunTools(AgentMiddleware[AgentState[Any], Any, Any]):
         return await handler(request.override(tool=tool) if tool is not None else request)
 
 
-class RunPrompt(AgentMiddleware[AgentState[Any], Any, Any]):
-    """Puts the run's system prompt first, where a graph built for the run has it."""
+class RunRequest(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Sends each model request through the run's model client, with the run's system prompt
+    first, where a graph built for the run has it."""
 
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
-        prompt = run_context(request.runtime).system_prompt
+        run = run_context(request.runtime)
+        prompt = run.system_prompt
         added = request.system_message.content_blocks if request.system_message is not None else []
         if not added:
-            return await handler(request.override(system_message=SystemMessage(content=prompt)))
+            return await handler(request.override(model=run.model, system_message=SystemMessage(content=prompt)))
         blocks: list[Any] = [{"type": "text", "text": prompt}]
         for block in added:
             if len(blocks) == 1 and block["type"] == "text":
@@ -241,7 +249,7 @@ class RunPrompt(AgentMiddleware[AgentState[Any], Any, Any]):
                 blocks.append({**block, "text": "\n\n" + block["text"].removeprefix("\n\n")})
             else:
                 blocks.append(block)
-        return await handler(request.override(system_message=SystemMessage(content_blocks=blocks)))
+        return await handler(request.override(model=run.model, system_message=SystemMessage(content_blocks=blocks)))
 
 
 class RunSubagent(Runnable[Any, Any]):
@@ -345,7 +353,11 @@ def model_key(model: BaseChatModel | None) -> str | None:
     a request (the client's callbacks, cache and tags excepted)."""
     if model is None:
         return None
-    return model.model_dump_json(exclude={"callbacks", "callback_manager", "cache", "metadata", "tags"})
+    return model.model_dump_json(
+        exclude={"callbacks", "callback_manager", "cache", "metadata", "tags"},
+        # A setting that is a live object (an HTTP client, say) counts by its identity.
+        fallback=lambda value: f"{type(value).__qualname__}@{id(value)}",
+    )
 
 
 class SharedGraphs:
