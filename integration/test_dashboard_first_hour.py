@@ -25,6 +25,7 @@ from drydock.embedded import free_port
 from integration.browser import chromium, screenshot
 from tests.e2e.pipeline import REPOSITORY, pipeline
 from tests.fakes.openai_server import Script
+from tests.waiting import eventually
 
 TIMEOUT_MS = 60_000
 READY_WITHIN = 150
@@ -204,8 +205,8 @@ class TestLiveList:
             await expect(phone_row.locator('td[data-label="State"] .state')).to_have_text("completed")
             widths = await phone.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
             assert widths[0] <= widths[1], f"the page is {widths[0]} px wide on a {widths[1]} px screen"
-            box = await phone_row.bounding_box()
-            assert box is not None
+            # The live list may re-render the row as its last events arrive: measure the row on screen.
+            box = await eventually(phone_row.bounding_box, within=TIMEOUT_MS / 1000, what="the row on the phone")
             assert box["width"] <= 390
             await keep(phone, "list-phone")
             await context.close()
