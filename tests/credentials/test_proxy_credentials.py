@@ -119,6 +119,14 @@ class TestIssue:
             )
 
 
+@pytest.fixture
+async def grant(credentials: ProxyCredentials, tmp_path: Path, thread_id: str) -> SandboxGrant:
+    """A coder's grant, issued by the test's ``credentials``."""
+    return await credentials.issue(
+        handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
+    )
+
+
 class TestRefresh:
     @pytest.fixture
     async def credentials(
@@ -129,12 +137,6 @@ class TestRefresh:
         broker = ProxyCredentials.create(settings_for_sandboxes.model_copy(update={"proxy": section}), redis, keys)
         yield broker
         await broker.aclose()
-
-    @pytest.fixture
-    async def grant(self, credentials: ProxyCredentials, tmp_path: Path, thread_id: str) -> SandboxGrant:
-        return await credentials.issue(
-            handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
-        )
 
     async def test_extends_the_grant_and_mints_a_fresh_upstream_token(
         self, credentials: ProxyCredentials, grant: SandboxGrant, github: FakeGithub
@@ -201,12 +203,6 @@ class TestRefresh:
 
 class TestRefreshMomentsAfterAnExtension:
     """With the default ``grant_refresh_interval``, a grant issued or extended moments ago."""
-
-    @pytest.fixture
-    async def grant(self, credentials: ProxyCredentials, tmp_path: Path, thread_id: str) -> SandboxGrant:
-        return await credentials.issue(
-            handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
-        )
 
     async def test_is_only_checked(
         self, credentials: ProxyCredentials, grant: SandboxGrant, github: FakeGithub

@@ -9,6 +9,7 @@ are never copied into a sandbox and cannot be changed by the agent.
 
 from __future__ import annotations
 
+import functools
 from importlib import resources
 
 from drydock.skills.read_only_files import ReadOnlyFiles, with_read_only_routes
@@ -17,8 +18,10 @@ SKILLS_ROUTE = "/skills/"
 ANALYZER_SKILLS = ("analyzer-bootstrap", "analyzer-continual")
 
 
+@functools.cache
 def skill_files(names: tuple[str, ...] = ANALYZER_SKILLS) -> ReadOnlyFiles:
-    """The named skills' files, as read-only files under ``/<name>/`` (routed at :data:`SKILLS_ROUTE`)."""
+    """The named skills' files, as read-only files under ``/<name>/`` (routed at :data:`SKILLS_ROUTE`),
+    read once per process: they ship with the package."""
     root = resources.files(__name__)
     files: dict[str, str] = {}
     for name in names:
