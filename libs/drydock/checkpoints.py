@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, cast
@@ -42,6 +43,7 @@ from langgraph.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointTuple,
     DeltaChannelHistory,
     PendingWrite,
 )
@@ -59,6 +61,13 @@ HISTORY_PAGE = 64
 """Checkpoints read per round trip when walking back a delta channel's history."""
 PRUNE_BATCH = 500
 """Keys per ``DEL`` when pruning a thread's old checkpoints."""
+WARM_THREADS = 32
+"""Threads whose compacted snapshots a saver keeps for their next load: twice the runs a worker
+process holds at once (``DRYDOCK_WORKER_CONCURRENCY``, 16 by default), so that a thread's entry
+outlives the runs that end while its follow-up is on its way (a warm follow-up comes while the
+sandbox still runs, minutes later). An entry holds the thread's conversation encoded and decoded
+(a thread of 120 messages: 107 KiB and about 340 KiB), so the bound is about what that many runs'
+conversations hold while they run."""
 
 
 class _Ancestor:
@@ -76,6 +85,18 @@ class _Ancestor:
         self.parent_id = parent_id
         self.raw_writes = raw_writes
         self.raw_values = raw_values
+
+
+class _Kept:
+    """A delta channel's snapshot as compaction stored it: the version it was stored under, the
+    exact bytes written, and the value they encode (the ``_DeltaSnapshot`` compaction built)."""
+
+    __slots__ = ("raw", "value", "version")
+
+    def __init__(self, version: Any, raw: bytes, value: object) -> None:
+        self.version = version
+        self.raw = raw
+        self.value = value
 
 
 class _Latest:
@@ -141,9 +162,57 @@ class DrydockRedisSaver(AsyncRedisSaver):
     the same parent links over pages of the thread's timeline, four round trips per page, and
     returns the same history. A thread compacted at its last run's end (:meth:`acompact`) has no
     history to walk; a run resumed after a crash walks back to that compaction.
+
+    Compaction decodes a thread's whole conversation to rebuild it, and the next run's first load
+    decoded it again from the snapshot just written (LangGraph's serializer validates every
+    message: most of that load's time). So the saver keeps, for the last :attr:`warm_threads`
+    threads it compacted, the snapshots it stored (:class:`_Kept`), and the thread's next load
+    takes them instead of decoding: only a blob whose key and bytes are exactly those written
+    (versions are counters that start again when a thread is deleted and written anew, so the
+    bytes are compared too), and only once, so that no two loads ever share objects. The kept
+    value is the one compaction built from what it read in Redis, which nothing else holds.
     """
 
     history_page = HISTORY_PAGE
+    warm_threads = WARM_THREADS
+
+    @functools.cached_property
+    def _warm(self) -> OrderedDict[tuple[str, str], dict[str, _Kept]]:
+        """The kept snapshots by thread and namespace, least recently compacted first."""
+        return OrderedDict()
+
+    def _keep(self, thread_id: str, ns: str, kept: dict[str, _Kept]) -> None:
+        self._warm[(thread_id, ns)] = kept
+        self._warm.move_to_end((thread_id, ns))
+        while len(self._warm) > self.warm_threads:
+            self._warm.popitem(last=False)
+
+    async def _load_tuple(self, thread_id: str, ns: str, cid: str) -> CheckpointTuple | None:
+        """The checkpoint ``cid`` with its channel values and pending writes; a blob compaction
+        kept (:attr:`_warm`) is taken rather than decoded by the thread's first load, whatever it
+        loads, and the thread's entry goes with it."""
+        raw = cast(bytes | None, await self.client.get(self._key_checkpoint(thread_id, ns, cid)))
+        if raw is None:
+            return None
+        stored, metadata, parent_id, versions = self._parse_checkpoint_payload(raw)
+        blobs = (
+            cast(list[bytes | None], await self.client.mget(self._blob_keys(thread_id, ns, versions)))
+            if versions
+            else []
+        )
+        kept = self._warm.pop((thread_id, ns), {})
+        values: dict[str, Any] = {}
+        for (channel, version), blob in zip(versions.items(), blobs, strict=True):
+            held = kept.get(channel)
+            if held is not None and held.version == version and held.raw == blob:
+                values[channel] = held.value
+                continue
+            value = self._decode_blob(blob)
+            if value is not _MISSING:
+                values[channel] = value
+        raw_writes = cast(dict[bytes, bytes], await self.client.hgetall(self._key_writes(thread_id, ns, cid)))
+        pending = self._parse_pending_writes(thread_id, ns, cid, raw_writes)
+        return self._build_tuple(thread_id, ns, cid, stored, metadata, parent_id, values, pending)
 
     async def aput(
         self,
@@ -309,6 +378,7 @@ class DrydockRedisSaver(AsyncRedisSaver):
         if not stale and not counters.keys() & specs.keys():
             return []
         blobs: list[tuple[str, bytes]] = []
+        kept: dict[str, _Kept] = {}
         if stale:
             histories = await self.aget_delta_channel_history(
                 config={"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": latest.cid}},
@@ -319,12 +389,9 @@ class DrydockRedisSaver(AsyncRedisSaver):
                 channel = specs[name].from_checkpoint(history.get("seed"))
                 channel.replay_writes(history["writes"])
                 snapshot = _DeltaSnapshot(channel.get())
-                blobs.append(
-                    (
-                        self._key_blob(thread_id, ns, name, versioned[name]),
-                        _pack_typed(*self.serde.dumps_typed(snapshot)),
-                    )
-                )
+                encoded = _pack_typed(*self.serde.dumps_typed(snapshot))
+                blobs.append((self._key_blob(thread_id, ns, name, versioned[name]), encoded))
+                kept[name] = _Kept(versioned[name], encoded, snapshot)
         metadata = cast(CheckpointMetadata, dict(latest.metadata))
         left = {name: counted for name, counted in counters.items() if name not in specs}
         if left:
@@ -340,6 +407,8 @@ class DrydockRedisSaver(AsyncRedisSaver):
                 if self.ttl:
                     pipe.expire(key, self.ttl)
             await pipe.execute()
+        if kept:
+            self._keep(thread_id, ns, kept)
         return stale
 
     async def aget_channel_value(self, config: RunnableConfig, channel: str, default: Any = None) -> Any:
@@ -363,6 +432,8 @@ class DrydockRedisSaver(AsyncRedisSaver):
         return default if value is _MISSING else value
 
     async def adelete_thread(self, thread_id: str) -> None:
+        for key in [key for key in self._warm if key[0] == thread_id]:
+            del self._warm[key]
         await super().adelete_thread(thread_id)
         await self.client.delete(self._key_namespaces(thread_id))
 
