@@ -46,6 +46,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
     PendingWrite,
+    get_checkpoint_id,
 )
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph_checkpoint_plainredis import AsyncRedisSaver
@@ -187,19 +188,34 @@ class DrydockRedisSaver(AsyncRedisSaver):
         while len(self._warm) > self.warm_threads:
             self._warm.popitem(last=False)
 
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names (the latest without ``checkpoint_id``) with its channel
+        values and pending writes, in two round trips: the payload (with the latest's id, in
+        one script), then its blobs and writes."""
+        thread_id: str = config["configurable"]["thread_id"]
+        ns: str = config["configurable"].get("checkpoint_ns", "")
+        cid = get_checkpoint_id(config)
+        if cid is not None:
+            return await self._load_tuple(thread_id, ns, cid)
+        latest = await self._latest_raw(thread_id, ns)
+        return await self._tuple_of(thread_id, ns, *latest) if latest is not None else None
+
     async def _load_tuple(self, thread_id: str, ns: str, cid: str) -> CheckpointTuple | None:
-        """The checkpoint ``cid`` with its channel values and pending writes; a blob compaction
-        kept (:attr:`_warm`) is taken rather than decoded by the thread's first load, whatever it
-        loads, and the thread's entry goes with it."""
         raw = cast(bytes | None, await self.client.get(self._key_checkpoint(thread_id, ns, cid)))
-        if raw is None:
-            return None
+        return await self._tuple_of(thread_id, ns, cid, raw) if raw is not None else None
+
+    async def _tuple_of(self, thread_id: str, ns: str, cid: str, raw: bytes) -> CheckpointTuple:
+        """The tuple of checkpoint ``cid`` stored as ``raw``. A blob compaction kept
+        (:attr:`_warm`) is taken rather than decoded by the thread's first load, whatever it
+        loads, and the thread's entry goes with it."""
         stored, metadata, parent_id, versions = self._parse_checkpoint_payload(raw)
-        blobs = (
-            cast(list[bytes | None], await self.client.mget(self._blob_keys(thread_id, ns, versions)))
-            if versions
-            else []
-        )
+        async with self.client.pipeline(transaction=False) as pipe:
+            if versions:
+                pipe.mget(self._blob_keys(thread_id, ns, versions))
+            pipe.hgetall(self._key_writes(thread_id, ns, cid))
+            replies = await pipe.execute()
+        blobs = cast(list[bytes | None], replies[0]) if versions else []
+        raw_writes = cast(dict[bytes, bytes], replies[-1])
         kept = self._warm.pop((thread_id, ns), {})
         values: dict[str, Any] = {}
         for (channel, version), blob in zip(versions.items(), blobs, strict=True):
@@ -210,7 +226,6 @@ class DrydockRedisSaver(AsyncRedisSaver):
             value = self._decode_blob(blob)
             if value is not _MISSING:
                 values[channel] = value
-        raw_writes = cast(dict[bytes, bytes], await self.client.hgetall(self._key_writes(thread_id, ns, cid)))
         pending = self._parse_pending_writes(thread_id, ns, cid, raw_writes)
         return self._build_tuple(thread_id, ns, cid, stored, metadata, parent_id, values, pending)
 
@@ -449,15 +464,22 @@ class DrydockRedisSaver(AsyncRedisSaver):
     def _latest_script(self) -> AsyncScript:
         return self.client.register_script(_LATEST)
 
-    async def _latest(self, thread_id: str, ns: str) -> _Latest | None:
-        """The latest checkpoint of ``thread_id`` in ``ns``, without its channel values."""
+    async def _latest_raw(self, thread_id: str, ns: str) -> tuple[str, bytes] | None:
+        """The id and stored payload of the latest checkpoint of ``thread_id`` in ``ns``."""
         reply = await self._latest_script(
             keys=[self._key_index(thread_id, ns)], args=[self._key_checkpoint(thread_id, ns, "")]
         )
         if not reply or reply[1] is None:
             return None
-        stored, metadata, parent_id, versions = self._parse_checkpoint_payload(reply[1])
-        return _Latest(_as_str(reply[0]), stored, metadata, parent_id, versions)
+        return _as_str(reply[0]), cast(bytes, reply[1])
+
+    async def _latest(self, thread_id: str, ns: str) -> _Latest | None:
+        """The latest checkpoint of ``thread_id`` in ``ns``, without its channel values."""
+        latest = await self._latest_raw(thread_id, ns)
+        if latest is None:
+            return None
+        stored, metadata, parent_id, versions = self._parse_checkpoint_payload(latest[1])
+        return _Latest(latest[0], stored, metadata, parent_id, versions)
 
     async def keep_latest(self, thread_id: str, ns: str = "") -> int:
         """Delete the checkpoints of ``thread_id`` in ``ns`` that resuming from its latest one
