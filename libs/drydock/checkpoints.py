@@ -21,9 +21,15 @@ snapshot (``_DeltaSnapshot``) and clears the channel's counter in the checkpoint
 one transaction; then it deletes every other checkpoint of the namespace, with their pending
 writes and the blobs only they refer to (:meth:`DrydockRedisSaver.keep_latest`). A finished
 thread keeps one checkpoint, and the next run loads it without reading any history. The
-subgraphs' namespaces (the coder's subagent) are pruned with ``keep_latest`` only. The inbox
-cursor is read alone (:meth:`DrydockRedisSaver.aget_channel_value`: two round trips, one blob
-decoded), not with the whole checkpoint.
+subgraphs' namespaces (the coder's subagent) are pruned with ``keep_latest`` only.
+
+Loading: a checkpoint is two round trips (the latest's id and payload in one script, then its
+blobs and pending writes). The snapshots compaction stored are kept decoded in the saver for
+its last :data:`WARM_THREADS` threads, and the thread's next load in this process takes them
+instead of decoding the conversation again, once and only while Redis holds exactly the bytes
+written (:class:`DrydockRedisSaver`); any other load decodes. The inbox cursor is read alone
+(:meth:`DrydockRedisSaver.aget_channel_value`: two round trips, one blob decoded), not with the
+whole checkpoint.
 """
 
 from __future__ import annotations
