@@ -294,13 +294,19 @@ class DrydockRedisSaver(AsyncRedisSaver):
     ) -> Mapping[str, DeltaChannelHistory]:
         if not channels:
             return {}
-        collected: dict[str, list[PendingWrite]] = {channel: [] for channel in channels}
-        seeds: dict[str, Any] = {}
-        remaining = set(channels)
         target = await self.aget_tuple(config)
         thread_id: str = config["configurable"]["thread_id"]
         ns: str = config["configurable"].get("checkpoint_ns", "")
         cursor = target.parent_config["configurable"]["checkpoint_id"] if target and target.parent_config else None
+        return await self._history(thread_id, ns, cursor, channels)
+
+    async def _history(
+        self, thread_id: str, ns: str, cursor: str | None, channels: Sequence[str]
+    ) -> dict[str, DeltaChannelHistory]:
+        """The history of ``channels`` for a checkpoint whose parent is ``cursor``."""
+        collected: dict[str, list[PendingWrite]] = {channel: [] for channel in channels}
+        seeds: dict[str, Any] = {}
+        remaining = set(channels)
         async for ancestor in self._walk(thread_id, ns, cursor, remaining):
             if ancestor.raw_writes:
                 writes = self._parse_pending_writes(thread_id, ns, ancestor.cid, ancestor.raw_writes)
@@ -401,10 +407,7 @@ class DrydockRedisSaver(AsyncRedisSaver):
         blobs: list[tuple[str, bytes]] = []
         kept: dict[str, _Kept] = {}
         if stale:
-            histories = await self.aget_delta_channel_history(
-                config={"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": latest.cid}},
-                channels=stale,
-            )
+            histories = await self._history(thread_id, ns, latest.parent_id, stale)
             for name in stale:
                 history = histories[name]
                 channel = specs[name].from_checkpoint(history.get("seed"))
