@@ -21,9 +21,15 @@ snapshot (``_DeltaSnapshot``) and clears the channel's counter in the checkpoint
 one transaction; then it deletes every other checkpoint of the namespace, with their pending
 writes and the blobs only they refer to (:meth:`DrydockRedisSaver.keep_latest`). A finished
 thread keeps one checkpoint, and the next run loads it without reading any history. The
-subgraphs' namespaces (the coder's subagent) are pruned with ``keep_latest`` only. The inbox
-cursor is read alone (:meth:`DrydockRedisSaver.aget_channel_value`: two round trips, one blob
-decoded), not with the whole checkpoint.
+subgraphs' namespaces (the coder's subagent) are pruned with ``keep_latest`` only.
+
+Loading: a checkpoint is two round trips (the latest's id and payload in one script, then its
+blobs and pending writes). The snapshots compaction stored are kept decoded in the saver for
+its last :data:`WARM_THREADS` threads, and the thread's next load in this process takes them
+instead of decoding the conversation again, once and only while Redis holds exactly the bytes
+written (:class:`DrydockRedisSaver`); any other load decodes. The inbox cursor is read alone
+(:meth:`DrydockRedisSaver.aget_channel_value`: two round trips, one blob decoded), not with the
+whole checkpoint.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, cast
@@ -42,8 +49,10 @@ from langgraph.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointTuple,
     DeltaChannelHistory,
     PendingWrite,
+    get_checkpoint_id,
 )
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph_checkpoint_plainredis import AsyncRedisSaver
@@ -59,6 +68,13 @@ HISTORY_PAGE = 64
 """Checkpoints read per round trip when walking back a delta channel's history."""
 PRUNE_BATCH = 500
 """Keys per ``DEL`` when pruning a thread's old checkpoints."""
+WARM_THREADS = 32
+"""Threads whose compacted snapshots a saver keeps for their next load: twice the runs a worker
+process holds at once (``DRYDOCK_WORKER_CONCURRENCY``, 16 by default), so that a thread's entry
+outlives the runs that end while its follow-up is on its way (a warm follow-up comes while the
+sandbox still runs, minutes later). An entry holds the thread's conversation encoded and decoded
+(a thread of 120 messages: 107 KiB and about 340 KiB), so the bound is about what that many runs'
+conversations hold while they run."""
 
 
 class _Ancestor:
@@ -76,6 +92,18 @@ class _Ancestor:
         self.parent_id = parent_id
         self.raw_writes = raw_writes
         self.raw_values = raw_values
+
+
+class _Kept:
+    """A delta channel's snapshot as compaction stored it: the version it was stored under, the
+    exact bytes written, and the value they encode (the ``_DeltaSnapshot`` compaction built)."""
+
+    __slots__ = ("raw", "value", "version")
+
+    def __init__(self, version: Any, raw: bytes, value: object) -> None:
+        self.version = version
+        self.raw = raw
+        self.value = value
 
 
 class _Latest:
@@ -141,9 +169,71 @@ class DrydockRedisSaver(AsyncRedisSaver):
     the same parent links over pages of the thread's timeline, four round trips per page, and
     returns the same history. A thread compacted at its last run's end (:meth:`acompact`) has no
     history to walk; a run resumed after a crash walks back to that compaction.
+
+    Compaction decodes a thread's whole conversation to rebuild it, and the next run's first load
+    decoded it again from the snapshot just written (LangGraph's serializer validates every
+    message: most of that load's time). So the saver keeps, for the last :attr:`warm_threads`
+    threads it compacted, the snapshots it stored (:class:`_Kept`), and the thread's next load
+    takes them instead of decoding: only a blob whose key and bytes are exactly those written
+    (versions are counters that start again when a thread is deleted and written anew, so the
+    bytes are compared too), and only once, so that no two loads ever share objects. The kept
+    value is the one compaction built from what it read in Redis, which nothing else holds.
     """
 
     history_page = HISTORY_PAGE
+    warm_threads = WARM_THREADS
+
+    @functools.cached_property
+    def _warm(self) -> OrderedDict[tuple[str, str], dict[str, _Kept]]:
+        """The kept snapshots by thread and namespace, least recently compacted first."""
+        return OrderedDict()
+
+    def _keep(self, thread_id: str, ns: str, kept: dict[str, _Kept]) -> None:
+        self._warm[(thread_id, ns)] = kept
+        self._warm.move_to_end((thread_id, ns))
+        while len(self._warm) > self.warm_threads:
+            self._warm.popitem(last=False)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names (the latest without ``checkpoint_id``) with its channel
+        values and pending writes, in two round trips: the payload (with the latest's id, in
+        one script), then its blobs and writes."""
+        thread_id: str = config["configurable"]["thread_id"]
+        ns: str = config["configurable"].get("checkpoint_ns", "")
+        cid = get_checkpoint_id(config)
+        if cid is not None:
+            return await self._load_tuple(thread_id, ns, cid)
+        latest = await self._latest_raw(thread_id, ns)
+        return await self._tuple_of(thread_id, ns, *latest) if latest is not None else None
+
+    async def _load_tuple(self, thread_id: str, ns: str, cid: str) -> CheckpointTuple | None:
+        raw = cast(bytes | None, await self.client.get(self._key_checkpoint(thread_id, ns, cid)))
+        return await self._tuple_of(thread_id, ns, cid, raw) if raw is not None else None
+
+    async def _tuple_of(self, thread_id: str, ns: str, cid: str, raw: bytes) -> CheckpointTuple:
+        """The tuple of checkpoint ``cid`` stored as ``raw``. A blob compaction kept
+        (:attr:`_warm`) is taken rather than decoded by the thread's first load, whatever it
+        loads, and the thread's entry goes with it."""
+        stored, metadata, parent_id, versions = self._parse_checkpoint_payload(raw)
+        async with self.client.pipeline(transaction=False) as pipe:
+            if versions:
+                pipe.mget(self._blob_keys(thread_id, ns, versions))
+            pipe.hgetall(self._key_writes(thread_id, ns, cid))
+            replies = await pipe.execute()
+        blobs = cast(list[bytes | None], replies[0]) if versions else []
+        raw_writes = cast(dict[bytes, bytes], replies[-1])
+        kept = self._warm.pop((thread_id, ns), {})
+        values: dict[str, Any] = {}
+        for (channel, version), blob in zip(versions.items(), blobs, strict=True):
+            held = kept.get(channel)
+            if held is not None and held.version == version and held.raw == blob:
+                values[channel] = held.value
+                continue
+            value = self._decode_blob(blob)
+            if value is not _MISSING:
+                values[channel] = value
+        pending = self._parse_pending_writes(thread_id, ns, cid, raw_writes)
+        return self._build_tuple(thread_id, ns, cid, stored, metadata, parent_id, values, pending)
 
     async def aput(
         self,
@@ -204,13 +294,19 @@ class DrydockRedisSaver(AsyncRedisSaver):
     ) -> Mapping[str, DeltaChannelHistory]:
         if not channels:
             return {}
-        collected: dict[str, list[PendingWrite]] = {channel: [] for channel in channels}
-        seeds: dict[str, Any] = {}
-        remaining = set(channels)
         target = await self.aget_tuple(config)
         thread_id: str = config["configurable"]["thread_id"]
         ns: str = config["configurable"].get("checkpoint_ns", "")
         cursor = target.parent_config["configurable"]["checkpoint_id"] if target and target.parent_config else None
+        return await self._history(thread_id, ns, cursor, channels)
+
+    async def _history(
+        self, thread_id: str, ns: str, cursor: str | None, channels: Sequence[str]
+    ) -> dict[str, DeltaChannelHistory]:
+        """The history of ``channels`` for a checkpoint whose parent is ``cursor``."""
+        collected: dict[str, list[PendingWrite]] = {channel: [] for channel in channels}
+        seeds: dict[str, Any] = {}
+        remaining = set(channels)
         async for ancestor in self._walk(thread_id, ns, cursor, remaining):
             if ancestor.raw_writes:
                 writes = self._parse_pending_writes(thread_id, ns, ancestor.cid, ancestor.raw_writes)
@@ -309,22 +405,17 @@ class DrydockRedisSaver(AsyncRedisSaver):
         if not stale and not counters.keys() & specs.keys():
             return []
         blobs: list[tuple[str, bytes]] = []
+        kept: dict[str, _Kept] = {}
         if stale:
-            histories = await self.aget_delta_channel_history(
-                config={"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": latest.cid}},
-                channels=stale,
-            )
+            histories = await self._history(thread_id, ns, latest.parent_id, stale)
             for name in stale:
                 history = histories[name]
                 channel = specs[name].from_checkpoint(history.get("seed"))
                 channel.replay_writes(history["writes"])
                 snapshot = _DeltaSnapshot(channel.get())
-                blobs.append(
-                    (
-                        self._key_blob(thread_id, ns, name, versioned[name]),
-                        _pack_typed(*self.serde.dumps_typed(snapshot)),
-                    )
-                )
+                encoded = _pack_typed(*self.serde.dumps_typed(snapshot))
+                blobs.append((self._key_blob(thread_id, ns, name, versioned[name]), encoded))
+                kept[name] = _Kept(versioned[name], encoded, snapshot)
         metadata = cast(CheckpointMetadata, dict(latest.metadata))
         left = {name: counted for name, counted in counters.items() if name not in specs}
         if left:
@@ -340,6 +431,8 @@ class DrydockRedisSaver(AsyncRedisSaver):
                 if self.ttl:
                     pipe.expire(key, self.ttl)
             await pipe.execute()
+        if kept:
+            self._keep(thread_id, ns, kept)
         return stale
 
     async def aget_channel_value(self, config: RunnableConfig, channel: str, default: Any = None) -> Any:
@@ -363,6 +456,8 @@ class DrydockRedisSaver(AsyncRedisSaver):
         return default if value is _MISSING else value
 
     async def adelete_thread(self, thread_id: str) -> None:
+        for key in [key for key in self._warm if key[0] == thread_id]:
+            del self._warm[key]
         await super().adelete_thread(thread_id)
         await self.client.delete(self._key_namespaces(thread_id))
 
@@ -378,15 +473,22 @@ class DrydockRedisSaver(AsyncRedisSaver):
     def _latest_script(self) -> AsyncScript:
         return self.client.register_script(_LATEST)
 
-    async def _latest(self, thread_id: str, ns: str) -> _Latest | None:
-        """The latest checkpoint of ``thread_id`` in ``ns``, without its channel values."""
+    async def _latest_raw(self, thread_id: str, ns: str) -> tuple[str, bytes] | None:
+        """The id and stored payload of the latest checkpoint of ``thread_id`` in ``ns``."""
         reply = await self._latest_script(
             keys=[self._key_index(thread_id, ns)], args=[self._key_checkpoint(thread_id, ns, "")]
         )
         if not reply or reply[1] is None:
             return None
-        stored, metadata, parent_id, versions = self._parse_checkpoint_payload(reply[1])
-        return _Latest(_as_str(reply[0]), stored, metadata, parent_id, versions)
+        return _as_str(reply[0]), cast(bytes, reply[1])
+
+    async def _latest(self, thread_id: str, ns: str) -> _Latest | None:
+        """The latest checkpoint of ``thread_id`` in ``ns``, without its channel values."""
+        latest = await self._latest_raw(thread_id, ns)
+        if latest is None:
+            return None
+        stored, metadata, parent_id, versions = self._parse_checkpoint_payload(latest[1])
+        return _Latest(latest[0], stored, metadata, parent_id, versions)
 
     async def keep_latest(self, thread_id: str, ns: str = "") -> int:
         """Delete the checkpoints of ``thread_id`` in ``ns`` that resuming from its latest one
