@@ -74,7 +74,7 @@ from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.errors import SandboxError
 from drydock.sandbox.lifecycle import SandboxManager
 from drydock.sandbox.snapshots import SnapshotStore
-from drydock.threads import Inbox, Lease
+from drydock.threads import Inbox, Lease, StoredMessage
 from drydock.threads.approvals import PlanGate
 from drydock.threads.changes import ThreadChanges
 from drydock.threads.continuation import Continuations
@@ -223,7 +223,10 @@ class AgentRuns:
         parts = self.parts
         if not parts.models.configured:
             raise RunEnded(NO_MODEL_NOTICE)
-        accounts = await self.accounts.for_run(scope.user_id, scope.repository)
+        # Independent reads, in one wait: the run's accounts, and the inbox after its cursor.
+        accounts, queued = await asyncio.gather(
+            self.accounts.for_run(scope.user_id, scope.repository), self._queued(scope.thread_id, config)
+        )
         profile, team = accounts.profile, accounts.team
         team_choice = team.models.get(scope.role.value)
         try:
@@ -248,7 +251,6 @@ class AgentRuns:
             user_name=identity.login if identity else None,
         )
         handle = team.mention_handle or parts.settings.ingress.mention_handle
-        queued = await self.inbox.read_after(scope.thread_id, await self._saved_cursor(config))
         await self.gate.admit(scope.thread_id, thread, queued, spend, notices, handle=handle, pauses=parts.spec.pauses)
         async with self.gate.place(scope.thread_id, limits, notices):
             return await self._claimed(
@@ -414,6 +416,9 @@ class AgentRuns:
             log.warning(
                 "checkpoints not compacted", thread_id=config["configurable"]["thread_id"], error=describe(error)
             )
+
+    async def _queued(self, thread_id: str, config: RunnableConfig) -> list[StoredMessage]:
+        return await self.inbox.read_after(thread_id, await self._saved_cursor(config))
 
     async def _sandbox(self, scope: ThreadScope) -> SandboxBackend:
         sandboxes = self.parts.sandboxes
