@@ -28,6 +28,7 @@ decoded), not with the whole checkpoint.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import json
@@ -42,8 +43,10 @@ from langgraph.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointTuple,
     DeltaChannelHistory,
     PendingWrite,
+    get_checkpoint_id,
 )
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph_checkpoint_plainredis import AsyncRedisSaver
@@ -144,6 +147,41 @@ class DrydockRedisSaver(AsyncRedisSaver):
     """
 
     history_page = HISTORY_PAGE
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._preloads: dict[tuple[str, str], asyncio.Future[CheckpointTuple | None]] = {}
+
+    @contextlib.asynccontextmanager
+    async def preloaded(self, config: RunnableConfig) -> AsyncIterator[None]:
+        """Load the thread's latest checkpoint in the background while the block runs; the
+        thread's next load of its latest checkpoint takes it instead of loading again. A run
+        starts loading while it waits on its sandbox, under the thread's lease, so nothing writes
+        the thread in between. A load not taken by the block's end is dropped."""
+        thread_id: str = config["configurable"]["thread_id"]
+        key = (thread_id, config["configurable"].get("checkpoint_ns", ""))
+        preload = asyncio.ensure_future(
+            super().aget_tuple({"configurable": {"thread_id": key[0], "checkpoint_ns": key[1]}})
+        )
+        self._preloads[key] = preload
+        try:
+            yield
+        finally:
+            if self._preloads.get(key) is preload:
+                del self._preloads[key]
+            if not preload.done():
+                preload.cancel()
+            elif not preload.cancelled():
+                preload.exception()  # retrieved: a failed preload the run never used is not an error
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        if get_checkpoint_id(config) is None:
+            preload = self._preloads.pop(
+                (config["configurable"]["thread_id"], config["configurable"].get("checkpoint_ns", "")), None
+            )
+            if preload is not None:
+                return await preload
+        return await super().aget_tuple(config)
 
     async def aput(
         self,

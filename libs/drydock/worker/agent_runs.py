@@ -252,7 +252,8 @@ class AgentRuns:
         )
         handle = team.mention_handle or parts.settings.ingress.mention_handle
         await self.gate.admit(scope.thread_id, thread, queued, spend, notices, handle=handle, pauses=parts.spec.pauses)
-        async with self.gate.place(scope.thread_id, limits, notices):
+        # The checkpoint loads while the run waits on its sandbox.
+        async with self.gate.place(scope.thread_id, limits, notices), self._preloaded(config):
             return await self._claimed(
                 scope,
                 thread,
@@ -416,6 +417,12 @@ class AgentRuns:
             log.warning(
                 "checkpoints not compacted", thread_id=config["configurable"]["thread_id"], error=describe(error)
             )
+
+    def _preloaded(self, config: RunnableConfig) -> contextlib.AbstractAsyncContextManager[None]:
+        checkpointer = self.parts.checkpointer
+        if isinstance(checkpointer, DrydockRedisSaver):
+            return checkpointer.preloaded(config)
+        return contextlib.nullcontext()
 
     async def _queued(self, thread_id: str, config: RunnableConfig) -> list[StoredMessage]:
         return await self.inbox.read_after(thread_id, await self._saved_cursor(config))
