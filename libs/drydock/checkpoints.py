@@ -23,7 +23,8 @@ writes and the blobs only they refer to (:meth:`DrydockRedisSaver.keep_latest`).
 thread keeps one checkpoint, and the next run loads it without reading any history. The
 subgraphs' namespaces (the coder's subagent) are pruned with ``keep_latest`` only. The inbox
 cursor is read alone (:meth:`DrydockRedisSaver.aget_channel_value`: two round trips, one blob
-decoded), not with the whole checkpoint.
+decoded), not with the whole checkpoint. A run loads the thread's latest checkpoint while it
+waits on its sandbox (:meth:`DrydockRedisSaver.preloaded`), and the graph's first load takes it.
 """
 
 from __future__ import annotations
