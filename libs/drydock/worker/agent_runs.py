@@ -47,6 +47,7 @@ import structlog
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.errors import EmptyInputError
 from langgraph.graph.state import CompiledStateGraph
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -450,7 +451,7 @@ class AgentRuns:
         settle: Callable[[], Awaitable[None]],
     ) -> tuple[int, Reached | None]:
         """Run the turn; the inbox cursor after it, and the spend limit it stopped at (if it did)."""
-        values, stopped_by = await self._stream(agent, context, None, config, events) if resume else (None, None)
+        values, stopped_by = await self._resumed(agent, context, config, events) if resume else (None, None)
         if values is None:
             # Nothing to resume (or the interrupted turn had in fact finished): a new turn begins.
             turn: dict[str, Any] = {"messages": []}
@@ -498,6 +499,24 @@ class AgentRuns:
             except Exception as error:
                 log.warning("status indicator failed", thread_id=thread_id, status="stopped", error=repr(error))
         return await self._cursor_after_unrun(thread_id, config)
+
+    async def _resumed(
+        self,
+        agent: CompiledStateGraph[Any, Any, Any, Any],
+        context: RunContext | None,
+        config: RunnableConfig,
+        events: RunEvents,
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """Resume the interrupted turn, as :meth:`_stream`; nothing to resume when the run that
+        left the thread running died before the graph wrote its first checkpoint."""
+        try:
+            return await self._stream(agent, context, None, config, events)
+        except EmptyInputError:
+            log.info(
+                "nothing to resume: the last run ended before its first step",
+                thread_id=config["configurable"]["thread_id"],
+            )
+            return None, None
 
     async def _stream(
         self,
