@@ -10,7 +10,8 @@ ingress, credential proxy, coder worker, local sandboxes, the scripted model):
 2. webhook to first model call with a warm sandbox: a signed follow-up comment on a thread whose
    sandbox is running, until the model server receives the run's first request, against the sum
    of its parts' floors (the ingress floor, a bare JetStream fetch, a warm ``ensure_sandbox``,
-   the framework's first model request); target p50 < 100 ms and at most 1.5 times the floor;
+   the framework's own follow-up on the same conversation until its request reaches the model);
+   target p50 < 100 ms and at most 1.5 times the floor;
 3. 200 concurrent threads through one worker process with a 200 ms model: every run completes,
    nothing is lost; throughput and the worker's memory per active run.
 """
@@ -31,7 +32,9 @@ from typing import Any
 import httpx
 from deepagents import create_deep_agent
 from fastapi import FastAPI
+from langchain_core.messages import convert_to_messages
 from langchain_core.outputs import ChatResult
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 from nats.aio.msg import Msg
@@ -312,17 +315,47 @@ async def ensure_floor(stage: Stage, count: int) -> list[float]:
     return figures.latencies_ms
 
 
-async def webhook_floor(stage: Stage, first_calls: list[float]) -> float:
-    """The floor of webhook to first model call: the sum of its parts' p50s, printed."""
+async def follow_up_floor(stage: Stage, conversation: ReceivedRequest, count: int) -> list[float]:
+    """Latencies (ms) of the framework alone reaching the model with a follow-up on the same
+    conversation: ``create_deep_agent`` with an in-memory checkpointer holding the messages of
+    Drydock's last request (its system prompt aside), from ``ainvoke`` with a new message until
+    the model server has the request (loading the thread, the framework's middleware, building
+    and sending a request that carries the whole history)."""
+    models = Models(stage.settings.models)
+    agent = create_deep_agent(models.chat_model(models.default), [floor_tool()], checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": f"floor-follow-up-{uuid.uuid4()}"}}
+    history = [message for message in conversation.messages if message.get("role") != "system"]
+    await agent.aupdate_state(config, {"messages": convert_to_messages(history)})
+    latencies = []
+    for index in range(count + WARMUP):
+        before = len(stage.model.requests)
+        begin = time.monotonic()
+        await agent.ainvoke({"messages": [{"role": "user", "content": f"and again {index}"}]}, config)
+        latencies.append((stage.model.requests[before].received_at - begin) * 1000)
+    return latencies[WARMUP:]
+
+
+async def webhook_floor(stage: Stage, conversation: ReceivedRequest, first_calls: list[float]) -> float:
+    """The floor of webhook to first model call: the sum of its parts' p50s, printed. Its last
+    part is the framework's own way to the model with a follow-up on the same conversation; the
+    framework's first request on an empty thread is printed beside it, as it was the floor before."""
     await stage.runtime.bus.js.add_stream(name=FLOOR_STREAM, subjects=[f"{FLOOR_SUBJECTS}.>"])
     parts = {
         "ingress floor (one delivery)": statistics.median(await ingress_floor(stage, FOLLOW_UPS)),
         "bare JetStream fetch": statistics.median(await fetch_floor(stage, FOLLOW_UPS)),
         "warm ensure_sandbox": statistics.median(await ensure_floor(stage, FOLLOW_UPS)),
-        "first model request (the framework's)": statistics.median(first_calls),
+        "the framework's follow-up on the same conversation, to its request": statistics.median(
+            await follow_up_floor(stage, conversation, FOLLOW_UPS)
+        ),
     }
     for name, p50 in parts.items():
         print(f"  floor part, {name}: p50 {p50:.2f} ms", flush=True)
+    empty = statistics.median(first_calls)
+    print(
+        f"  (the framework's first model request on an empty thread: p50 {empty:.2f} ms; with it as the last "
+        f"part the floor would be {sum(parts.values()) - list(parts.values())[-1] + empty:.1f} ms)",
+        flush=True,
+    )
     return sum(parts.values())
 
 
@@ -354,7 +387,7 @@ async def steps_and_warm_webhooks(root: Path) -> None:
                 "webhook to first model call, warm sandbox", FOLLOW_UPS, time.perf_counter() - started, latencies
             )
             report(figures)
-            floor = await webhook_floor(stage, first_calls)
+            floor = await webhook_floor(stage, stage.model.requests[-1], first_calls)
             ours = figures.percentile(50)
             ratio = ours / floor
             verdict = "met" if ours < WEBHOOK_TARGET_MS and ratio <= WEBHOOK_RATIO_TARGET else "MISSED"

@@ -29,11 +29,13 @@ its last :data:`WARM_THREADS` threads, and the thread's next load in this proces
 instead of decoding the conversation again, once and only while Redis holds exactly the bytes
 written (:class:`DrydockRedisSaver`); any other load decodes. The inbox cursor is read alone
 (:meth:`DrydockRedisSaver.aget_channel_value`: two round trips, one blob decoded), not with the
-whole checkpoint.
+whole checkpoint. A run loads the thread's latest checkpoint while it waits on its sandbox
+(:meth:`DrydockRedisSaver.preloaded`), and the graph's first load takes it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import json
@@ -184,6 +186,11 @@ class DrydockRedisSaver(AsyncRedisSaver):
     warm_threads = WARM_THREADS
 
     @functools.cached_property
+    def _preloads(self) -> dict[tuple[str, str], asyncio.Future[CheckpointTuple | None]]:
+        """Loads of a thread's latest checkpoint begun by :meth:`preloaded`, by thread and namespace."""
+        return {}
+
+    @functools.cached_property
     def _warm(self) -> OrderedDict[tuple[str, str], dict[str, _Kept]]:
         """The kept snapshots by thread and namespace, least recently compacted first."""
         return OrderedDict()
@@ -203,6 +210,12 @@ class DrydockRedisSaver(AsyncRedisSaver):
         cid = get_checkpoint_id(config)
         if cid is not None:
             return await self._load_tuple(thread_id, ns, cid)
+        preload = self._preloads.pop((thread_id, ns), None)
+        if preload is not None:
+            return await preload
+        return await self._load_latest(thread_id, ns)
+
+    async def _load_latest(self, thread_id: str, ns: str) -> CheckpointTuple | None:
         latest = await self._latest_raw(thread_id, ns)
         return await self._tuple_of(thread_id, ns, *latest) if latest is not None else None
 
@@ -234,6 +247,26 @@ class DrydockRedisSaver(AsyncRedisSaver):
                 values[channel] = value
         pending = self._parse_pending_writes(thread_id, ns, cid, raw_writes)
         return self._build_tuple(thread_id, ns, cid, stored, metadata, parent_id, values, pending)
+
+    @contextlib.asynccontextmanager
+    async def preloaded(self, config: RunnableConfig) -> AsyncIterator[None]:
+        """Load the thread's latest checkpoint in the background while the block runs; the
+        thread's next load of its latest checkpoint takes it instead of loading again. A run
+        starts loading while it waits on its sandbox, under the thread's lease, so nothing writes
+        the thread in between. A load not taken by the block's end is dropped."""
+        thread_id: str = config["configurable"]["thread_id"]
+        key = (thread_id, config["configurable"].get("checkpoint_ns", ""))
+        preload = asyncio.ensure_future(self._load_latest(*key))
+        self._preloads[key] = preload
+        try:
+            yield
+        finally:
+            if self._preloads.get(key) is preload:
+                del self._preloads[key]
+            if not preload.done():
+                preload.cancel()
+            elif not preload.cancelled():
+                preload.exception()  # retrieved: a failed preload the run never used is not an error
 
     async def aput(
         self,

@@ -77,12 +77,15 @@ class TestScopedInstructions:
             .reply("read again")
         )
         async with ScriptedModelServer(script) as server:
-            middleware = ScopedInstructions(BackendInstructionFiles(backend), "/repo")
-            agent = create_deep_agent(
-                chat_model(server), [], backend=backend, middleware=[middleware], checkpointer=checkpointer
-            )
-            first = await agent.ainvoke({"messages": [HumanMessage("read")]}, run_config(thread_id))
-            second = await agent.ainvoke({"messages": [HumanMessage("again")]}, run_config(thread_id))
+            # The worker builds each run's middleware anew.
+            runs = []
+            for text in ("read", "again"):
+                middleware = ScopedInstructions(BackendInstructionFiles(backend), "/repo")
+                agent = create_deep_agent(
+                    chat_model(server), [], backend=backend, middleware=[middleware], checkpointer=checkpointer
+                )
+                runs.append(await agent.ainvoke({"messages": [HumanMessage(text)]}, run_config(thread_id)))
+        first, second = runs
 
         a, b = _reads(first["messages"])
         assert "print('a')" in a
@@ -94,6 +97,33 @@ class TestScopedInstructions:
         assert "Package rule: use tabs." in b_again
         assert "Subpackage rule: no globals." in b_again
         assert "Package rule: use tabs." in server.requests[1].texts("tool")[0]
+
+    async def test_each_conversation_of_a_run_gets_them_once(
+        self, backend: FilesystemBackend, checkpointer: AsyncRedisSaver, thread_id: str
+    ) -> None:
+        """One instance serves a run: the agent's conversation (a resumed turn and the next in
+        it) and each subagent call's, which is a conversation of its own."""
+        script = (
+            Script()
+            .tool_call("read_file", file_path="/repo/pkg/sub/a.py")
+            .reply("read")
+            .tool_call("read_file", file_path="/repo/pkg/sub/a.py")
+            .reply("read again")
+            .tool_call("read_file", file_path="/repo/pkg/sub/a.py")
+            .reply("read elsewhere")
+        )
+        async with ScriptedModelServer(script) as server:
+            middleware = ScopedInstructions(BackendInstructionFiles(backend), "/repo")
+            agent = create_deep_agent(
+                chat_model(server), [], backend=backend, middleware=[middleware], checkpointer=checkpointer
+            )
+            first = await agent.ainvoke({"messages": [HumanMessage("read")]}, run_config(thread_id))
+            same = await agent.ainvoke({"messages": [HumanMessage("again")]}, run_config(thread_id))
+            other = await agent.ainvoke({"messages": [HumanMessage("read")]}, run_config(f"{thread_id}-task"))
+
+        assert "Package rule: use tabs." in _reads(first["messages"])[-1]
+        assert "<instructions" not in _reads(same["messages"])[-1]
+        assert "Package rule: use tabs." in _reads(other["messages"])[-1]
 
     async def test_files_outside_the_repository_get_nothing(self, backend: FilesystemBackend) -> None:
         script = Script().tool_call("read_file", file_path="/elsewhere/x.py").reply("done")

@@ -621,3 +621,26 @@ class TestLease:
                 await asyncio.wait_for(run(), timeout=60)
             assert EventType.COMPLETED not in await r.types(thread)
             assert r.texts(thread) == []
+
+    async def test_a_run_lost_before_its_first_checkpoint_is_started_again(self, rig: Rigging) -> None:
+        """A holder that died after announcing its run and before the graph wrote anything left
+        the thread running with nothing to resume: the next holder starts the turn anew."""
+        async with rig(finish("Started again.")) as r:
+            thread = await r.thread()
+            started = RunEvent(thread_id=thread.id, run_id="lost", type=EventType.STARTED)
+            await r.bus.emit(started)
+            await ThreadStates(r.redis, r.keys).observe(started)
+            assert await r.state(thread) is ThreadState.RUNNING
+
+            cursor = await r.run(thread)
+
+            assert cursor == thread.seq
+            assert await r.types(thread) == [
+                EventType.STARTED,
+                EventType.STARTED,
+                EventType.MODEL_CALL,
+                EventType.COMPLETED,
+            ]
+            assert (await r.last(thread))["summary"] == "Started again."
+            assert await r.state(thread) is ThreadState.IDLE
+            assert r.texts(thread) == []

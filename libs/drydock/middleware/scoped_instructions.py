@@ -4,8 +4,9 @@ to the result of reading it, once per run.
 The repository's root ``AGENTS.md`` is in the system prompt; the ones in subdirectories apply
 only to files below them, so the agent learns them when it first reads such a file. Files are
 appended outermost first (the nearest directory's last, so the most specific instructions come
-last). Each directory is looked at once per run, found or not; parallel reads in one step do not
-append the same file twice.
+last). Each directory is looked at once per conversation of the run (the agent's, and each
+``task`` call's subagent, which starts a conversation of its own), found or not; parallel reads
+in one step do not append the same file twice.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from deepagents.backends.protocol import BackendProtocol
 from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain_core.messages import ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from drydock.middleware.protocols import InstructionFileReader
@@ -88,11 +88,7 @@ class ScopedInstructions(AgentMiddleware[AgentState[Any], Any, Any]):
         self.root = root
         self.read_tools = read_tools
         self.path_argument = path_argument
-        self._seen: set[str] = set()
-
-    async def abefore_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        self._seen = set()
-        return None
+        self._seen: dict[str | None, set[str]] = {}
 
     async def awrap_tool_call(
         self,
@@ -111,17 +107,27 @@ class ScopedInstructions(AgentMiddleware[AgentState[Any], Any, Any]):
             or not isinstance(result.content, str)
         ):
             return result
-        candidates = [p for p in ancestor_instruction_files(path, self.root) if p not in self._seen]
+        seen = self._seen.setdefault(_conversation(request), set())
+        candidates = [p for p in ancestor_instruction_files(path, self.root) if p not in seen]
         if not candidates:
             return result
-        self._seen.update(candidates)
+        seen.update(candidates)
         try:
             texts = await self.reader.read_texts(candidates)
         except Exception as error:
-            self._seen.difference_update(candidates)
+            seen.difference_update(candidates)
             log.warning("could not read instruction files", paths=candidates, error=repr(error))
             return result
         appendix = "".join(_appendix(p, texts[p]) for p in candidates if texts.get(p, "").strip())
         if not appendix:
             return result
         return result.model_copy(update={"content": result.content + appendix})
+
+
+def _conversation(request: ToolCallRequest) -> str | None:
+    """The conversation a tool call belongs to, by its first message. One instance serves one
+    run: the agent's conversation, and each of the subagent's calls, which start conversations of
+    their own. Told apart this way rather than reset by a ``before_agent`` hook, which would be a
+    graph node, with its checkpoint, at the start of every run."""
+    messages = request.state.get("messages") if isinstance(request.state, dict) else None
+    return messages[0].id if messages else None

@@ -48,10 +48,6 @@ class StatusIndicators(AgentMiddleware[AgentState[Any], Any, Any]):
             log.warning("status indicator failed", thread_id=self.thread_id, status=status.value, error=repr(error))
         self._shown = status
 
-    async def abefore_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        self._shown = None
-        return None
-
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],

@@ -47,6 +47,7 @@ import structlog
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.errors import EmptyInputError
 from langgraph.graph.state import CompiledStateGraph
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -74,7 +75,7 @@ from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.errors import SandboxError
 from drydock.sandbox.lifecycle import SandboxManager
 from drydock.sandbox.snapshots import SnapshotStore
-from drydock.threads import Inbox, Lease
+from drydock.threads import Inbox, Lease, StoredMessage
 from drydock.threads.approvals import PlanGate
 from drydock.threads.changes import ThreadChanges
 from drydock.threads.continuation import Continuations
@@ -223,7 +224,10 @@ class AgentRuns:
         parts = self.parts
         if not parts.models.configured:
             raise RunEnded(NO_MODEL_NOTICE)
-        accounts = await self.accounts.for_run(scope.user_id, scope.repository)
+        # Independent reads, in one wait: the run's accounts, and the inbox after its cursor.
+        accounts, queued = await asyncio.gather(
+            self.accounts.for_run(scope.user_id, scope.repository), self._queued(scope.thread_id, config)
+        )
         profile, team = accounts.profile, accounts.team
         team_choice = team.models.get(scope.role.value)
         try:
@@ -248,9 +252,9 @@ class AgentRuns:
             user_name=identity.login if identity else None,
         )
         handle = team.mention_handle or parts.settings.ingress.mention_handle
-        queued = await self.inbox.read_after(scope.thread_id, await self._saved_cursor(config))
         await self.gate.admit(scope.thread_id, thread, queued, spend, notices, handle=handle, pauses=parts.spec.pauses)
-        async with self.gate.place(scope.thread_id, limits, notices):
+        # The checkpoint loads while the run waits on its sandbox.
+        async with self.gate.place(scope.thread_id, limits, notices), self._preloaded(config):
             return await self._claimed(
                 scope,
                 thread,
@@ -415,6 +419,15 @@ class AgentRuns:
                 "checkpoints not compacted", thread_id=config["configurable"]["thread_id"], error=describe(error)
             )
 
+    def _preloaded(self, config: RunnableConfig) -> contextlib.AbstractAsyncContextManager[None]:
+        checkpointer = self.parts.checkpointer
+        if isinstance(checkpointer, DrydockRedisSaver):
+            return checkpointer.preloaded(config)
+        return contextlib.nullcontext()
+
+    async def _queued(self, thread_id: str, config: RunnableConfig) -> list[StoredMessage]:
+        return await self.inbox.read_after(thread_id, await self._saved_cursor(config))
+
     async def _sandbox(self, scope: ThreadScope) -> SandboxBackend:
         sandboxes = self.parts.sandboxes
         try:
@@ -438,7 +451,7 @@ class AgentRuns:
         settle: Callable[[], Awaitable[None]],
     ) -> tuple[int, Reached | None]:
         """Run the turn; the inbox cursor after it, and the spend limit it stopped at (if it did)."""
-        values, stopped_by = await self._stream(agent, context, None, config, events) if resume else (None, None)
+        values, stopped_by = await self._resumed(agent, context, config, events) if resume else (None, None)
         if values is None:
             # Nothing to resume (or the interrupted turn had in fact finished): a new turn begins.
             turn: dict[str, Any] = {"messages": []}
@@ -486,6 +499,24 @@ class AgentRuns:
             except Exception as error:
                 log.warning("status indicator failed", thread_id=thread_id, status="stopped", error=repr(error))
         return await self._cursor_after_unrun(thread_id, config)
+
+    async def _resumed(
+        self,
+        agent: CompiledStateGraph[Any, Any, Any, Any],
+        context: RunContext | None,
+        config: RunnableConfig,
+        events: RunEvents,
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """Resume the interrupted turn, as :meth:`_stream`; nothing to resume when the run that
+        left the thread running died before the graph wrote its first checkpoint."""
+        try:
+            return await self._stream(agent, context, None, config, events)
+        except EmptyInputError:
+            log.info(
+                "nothing to resume: the last run ended before its first step",
+                thread_id=config["configurable"]["thread_id"],
+            )
+            return None, None
 
     async def _stream(
         self,
