@@ -74,18 +74,23 @@ def _same(loaded: CheckpointTuple | None, stored: CheckpointTuple) -> None:
     assert loaded.parent_config == stored.parent_config
 
 
+async def _planning_agent(
+    server: ScriptedModelServer, inbox: Inbox, checkpointer: DrydockRedisSaver, thread_id: str
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """A deep agent that plans, reading ``thread_id``'s inbox, where a first message waits."""
+    await inbox.append(_message(thread_id, "plan the migration"))
+    middleware: list[AgentMiddleware[Any, Any, Any]] = [Planning(), InboxInjection(inbox, thread_id)]
+    return create_deep_agent(chat_model(server), [], middleware=middleware, checkpointer=checkpointer)
+
+
 class TestTheLoadAfterCompaction:
     async def test_takes_the_stored_snapshots_once_and_later_loads_decode_their_own(
         self, bus: Bus, checkpointer: DrydockRedisSaver, thread_id: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         inbox = Inbox(bus)
         config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-        await inbox.append(_message(thread_id, "plan the migration"))
-        middleware: list[AgentMiddleware[Any, Any, Any]] = [Planning(), InboxInjection(inbox, thread_id)]
         async with ScriptedModelServer(_long_turn(Script())) as server:
-            agent: CompiledStateGraph[Any, Any, Any, Any] = create_deep_agent(
-                chat_model(server), [], middleware=middleware, checkpointer=checkpointer
-            )
+            agent = await _planning_agent(server, inbox, checkpointer, thread_id)
             await agent.ainvoke({"messages": []}, config)
         await checkpointer.acompact(config, agent.channels)
         decodes = SnapshotDecodes(monkeypatch, checkpointer)
@@ -112,12 +117,8 @@ class TestTheLoadAfterCompaction:
     ) -> None:
         inbox = Inbox(bus)
         config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-        await inbox.append(_message(thread_id, "plan the migration"))
-        middleware: list[AgentMiddleware[Any, Any, Any]] = [Planning(), InboxInjection(inbox, thread_id)]
         async with ScriptedModelServer(_long_turn(_long_turn(Script()))) as server:
-            agent: CompiledStateGraph[Any, Any, Any, Any] = create_deep_agent(
-                chat_model(server), [], middleware=middleware, checkpointer=checkpointer
-            )
+            agent = await _planning_agent(server, inbox, checkpointer, thread_id)
             before = len((await agent.ainvoke({"messages": []}, config))["messages"])
             await checkpointer.acompact(config, agent.channels)
             decodes = SnapshotDecodes(monkeypatch, checkpointer)

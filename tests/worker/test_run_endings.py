@@ -592,16 +592,7 @@ class TestLease:
             assert await r.state(thread) is ThreadState.RUNNING
             assert r.texts(thread) == []
 
-            cursor = await r.run(thread)
-            assert cursor == thread.seq
-            assert await r.types(thread) == [
-                EventType.STARTED,
-                EventType.STARTED,
-                EventType.MODEL_CALL,
-                EventType.COMPLETED,
-            ]
-            assert (await r.last(thread))["summary"] == "Resumed."
-            assert await r.state(thread) is ThreadState.IDLE
+            await _completed_by_the_next_holder(r, thread, "Resumed.")
             # The resumed turn asks again with what the lost one asked: the message once.
             first, again = r.model.requests
             assert again.texts("user") == first.texts("user")
@@ -632,15 +623,14 @@ class TestLease:
             await ThreadStates(r.redis, r.keys).observe(started)
             assert await r.state(thread) is ThreadState.RUNNING
 
-            cursor = await r.run(thread)
-
-            assert cursor == thread.seq
-            assert await r.types(thread) == [
-                EventType.STARTED,
-                EventType.STARTED,
-                EventType.MODEL_CALL,
-                EventType.COMPLETED,
-            ]
-            assert (await r.last(thread))["summary"] == "Started again."
-            assert await r.state(thread) is ThreadState.IDLE
+            await _completed_by_the_next_holder(r, thread, "Started again.")
             assert r.texts(thread) == []
+
+
+async def _completed_by_the_next_holder(r: Rig, thread: Thread, summary: str) -> None:
+    """The next holder's run of a thread a lost run left running completes it with ``summary``."""
+    cursor = await r.run(thread)
+    assert cursor == thread.seq
+    assert await r.types(thread) == [EventType.STARTED, EventType.STARTED, EventType.MODEL_CALL, EventType.COMPLETED]
+    assert (await r.last(thread))["summary"] == summary
+    assert await r.state(thread) is ThreadState.IDLE
