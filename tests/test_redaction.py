@@ -3,10 +3,12 @@ from __future__ import annotations
 import pytest
 import structlog.testing
 from cryptography.fernet import Fernet
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import SecretStr
 
 from drydock.config import CryptoSettings, RedisSettings, Settings, SlackSettings
-from drydock.redaction import Redactor
+from drydock.redaction import _IN_CONTEXT, Redactor, _in_context
 
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 FINE_GRAINED = "github_pat_" + "11ABCDEFG0123456789abc_" + "x" * 59
@@ -14,6 +16,15 @@ SLACK = "xoxb-" + "1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx"
 AWS = "AKIA" + "IOSFODNN7EXAMPLE"
 GOOGLE = "AIza" + "SyA-1234567890abcdefghijklmnopqrstu"
 JWT = "eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+CONTEXT_PIECES = [
+    *("secret=", "Token: ", 'PASSWORD="', "passwd='", "pwd ", "api_key=", "API-KEY: ", "access_key="),
+    *("auth=", "apikey:"),
+    *("credential = ", "private_key=", "Bearer ", "basic ", "Basic", "bearer", "tokenizer", "xbearer ", "passw"),
+    *("=", ": ", "'", '"', " ", "_", "-", ".", "\n", "\u017fecret=", "\u212aey", "\u0130"),
+    *("q8Zr2LmX0vT7wKp4Nc9s", "8f3k2LmQ9zR7tW1xV5nB", "aaaaaaaaaaaaaaaa", "Zm9vYmFyYmF6cXV4MTIz=="),
+]
+"""Pieces of text around credential names, non-ASCII ones included: a long s and a Kelvin sign (which
+ignoring case matches as s and k) and a capital I with a dot (whose lower case is two characters)."""
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1234567890abcdef\n-----END RSA PRIVATE KEY-----"
 
 
@@ -69,6 +80,12 @@ class TestCredentialContext:
     def test_a_plain_word_after_a_credential_name_is_not(self) -> None:
         text = "token_refresh_interval = sixtysecondsdefault"
         assert Redactor().redact(text, where="t") == text
+
+    @given(st.lists(st.sampled_from(CONTEXT_PIECES), max_size=24).map("".join))
+    @settings(max_examples=400)
+    def test_the_context_is_matched_where_the_expression_alone_matches_it(self, text: str) -> None:
+        expected = [(m.start(1), m.end(1)) for m in _IN_CONTEXT.finditer(text)]
+        assert [(m.start(1), m.end(1)) for m in _in_context(text, text.lower())] == expected
 
 
 class TestDrydocksOwnSecrets:

@@ -26,7 +26,7 @@ import contextlib
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -77,6 +77,46 @@ _IN_CONTEXT = re.compile(
 )
 
 
+_IN_CONTEXT_STARTS = (
+    "secret",
+    "token",
+    "passw",
+    "pwd",
+    "api",
+    "access",
+    "auth",
+    "credential",
+    "private",
+    "bearer",
+    "basic",
+)
+"""How a match of :data:`_IN_CONTEXT` begins (lower case): each of its alternatives' first word."""
+
+
+def _in_context(text: str, lowered: str) -> Iterator[re.Match[str]]:
+    """The matches of :data:`_IN_CONTEXT` in ``text`` (``lowered`` is ``text.lower()``), as its
+    ``finditer`` finds them. The expression is tried only where one of its words begins: tried
+    at every position, it cost about 70 µs for a tool's 500-character output. Only for ASCII
+    text, whose lower case has the same offsets and where ignoring case matches nothing else."""
+    if not text.isascii():
+        yield from _IN_CONTEXT.finditer(text)
+        return
+    starts: set[int] = set()
+    for word in _IN_CONTEXT_STARTS:
+        start = lowered.find(word)
+        while start >= 0:
+            starts.add(start)
+            start = lowered.find(word, start + 1)
+    end = 0
+    for start in sorted(starts):
+        if start < end:
+            continue
+        match = _IN_CONTEXT.match(text, start)
+        if match is not None:
+            yield match
+            end = match.end()
+
+
 @dataclass(frozen=True)
 class Finding:
     """A secret found in a text: what kind, and where (character offsets)."""
@@ -123,7 +163,7 @@ class Redactor:
             found += [Finding("URL credential", m.start(1), m.end(1)) for m in _URL_CREDENTIAL.finditer(text)]
         lowered = text.lower()
         if any(word in lowered for word in _CONTEXT_WORDS):
-            for match in _IN_CONTEXT.finditer(text):
+            for match in _in_context(text, lowered):
                 value = match.group(1)
                 if _entropy(value) >= MIN_ENTROPY and any(c.isdigit() for c in value):
                     found.append(Finding("credential", match.start(1), match.end(1)))

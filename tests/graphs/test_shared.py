@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-from collections.abc import Callable
-from typing import Any, cast
+from collections.abc import Awaitable, Callable
+from typing import Any, NotRequired, cast
 
 import pytest
 from deepagents import create_deep_agent
 from deepagents.middleware.filesystem import FilesystemMiddleware
-from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import HumanMessage
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import ExtendedModelResponse
+from langchain.tools.tool_node import ToolCallRequest
+from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.tools import StructuredTool
+from langgraph.types import Command
+from langsmith import tracing_context
 from pydantic import SecretStr
 
 from drydock.config import ModelSettings
@@ -22,7 +28,7 @@ from drydock.graphs.analyzer_prompt import EVIDENCE_FILE, EVIDENCE_ROUTE
 from drydock.graphs.coder import coder_graph, coder_run
 from drydock.graphs.inputs import AgentInputs
 from drydock.graphs.reviewer import READ_TOOLS, reviewer_graph, reviewer_run
-from drydock.graphs.shared import MissingRunContext, RunContext, model_key
+from drydock.graphs.shared import MissingRunContext, RunContext, fold_wrappers, model_key
 from drydock.graphs.subagents import NoSubagents, general_purpose
 from drydock.graphs.turn_state import InboxTurnState
 from drydock.models import Models
@@ -31,7 +37,7 @@ from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.providers.local import LocalProvider
 from drydock.skills import SKILLS_ROUTE, skill_files, with_read_only_routes
 from tests.fakes.openai_server import ReceivedRequest, Script, ScriptedModelServer
-from tests.graphs.built import Graph
+from tests.graphs.built import Graph, model_call_chain
 from tests.graphs.conftest import Parts
 from tests.middleware.conftest import chat_model, run_config
 
@@ -226,3 +232,127 @@ class TestTheRunsOwnClient:
                 {"messages": [HumanMessage("hi")]}, run_config(parts.thread_id), context=coder_run(inputs)
             )
         assert len(server.requests) == 1
+
+
+class _Recorded(AgentMiddleware[Any, Any, Any]):
+    """Records each model and tool call it wraps, under its name, in a shared list."""
+
+    def __init__(self, calls: list[str], *, update: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self.calls = calls
+        self.update = update
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        self.calls.append(f"model {self.name}")
+        response = await handler(request)
+        if self.update is None:
+            return response
+        return ExtendedModelResponse(model_response=response, command=Command(update=self.update))
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        self.calls.append(f"tool {self.name}")
+        return await handler(request)
+
+
+class First(_Recorded):
+    pass
+
+
+class Second(_Recorded):
+    pass
+
+
+class Third(_Recorded):
+    pass
+
+
+class Fourth(_Recorded):
+    pass
+
+
+class TakesAFrameworkSlot(_Recorded):
+    """Named as one of the framework's middleware, as the provider edge is."""
+
+    @property
+    def name(self) -> str:
+        return "TodoListMiddleware"
+
+
+class Counted(AgentState[Any]):
+    counted: NotRequired[int]
+
+
+class CountsInState(Second):
+    state_schema = Counted
+
+
+def _traced_layers(graph: Graph) -> list[str]:
+    return [step.name for step in model_call_chain(graph)]
+
+
+class TestFoldedWrappers:
+    """Adjacent steps of ours are chained by the first of them, one traced layer instead of one
+    each; every step still wraps every call, in the list's order."""
+
+    def _stack(self, calls: list[str]) -> list[AgentMiddleware[Any, Any, Any]]:
+        return [
+            First(calls),
+            CountsInState(calls, update={"counted": 1}),
+            TakesAFrameworkSlot(calls),
+            Third(calls),
+            Fourth(calls),
+        ]
+
+    async def test_every_step_wraps_every_call_in_order(self) -> None:
+        calls: list[str] = []
+        async with ScriptedModelServer(Script().tool_call("echo", text="hi").reply("done")) as server:
+            graph = create_agent(chat_model(server), [_echo], middleware=fold_wrappers(self._stack(calls)))
+            result = await graph.ainvoke({"messages": [HumanMessage("go")]})
+
+        names = ["First", "CountsInState", "TodoListMiddleware", "Third", "Fourth"]
+        model_round = [f"model {name}" for name in names]
+        assert calls == [*model_round, *(f"tool {name}" for name in names), *model_round]
+        assert result["counted"] == 1
+        assert result["messages"][-1].text == "done"
+
+    async def test_each_run_of_adjacent_steps_is_one_traced_layer(self) -> None:
+        async with ScriptedModelServer() as server:
+            graph = create_agent(chat_model(server), [_echo], middleware=fold_wrappers(self._stack([])))
+
+        assert _traced_layers(graph) == ["First", "TodoListMiddleware", "Third"]
+        assert [step.name for step in fold_wrappers(self._stack([]))] == [
+            "First",
+            "CountsInState",
+            "TodoListMiddleware",
+            "Third",
+            "Fourth",
+        ]
+
+    def test_nothing_is_folded_while_tracing(self) -> None:
+        stack = self._stack([])
+        with tracing_context(enabled=True):
+            assert fold_wrappers(stack) == stack
+
+    async def test_the_shared_coder_folds_its_steps_around_the_plan(self, parts: Parts) -> None:
+        async with ScriptedModelServer() as server:
+            inputs = parts.inputs(Role.CODER, server)
+            graph = coder_graph(inputs)
+
+        layers = _traced_layers(graph)
+        ours = layers[layers.index("RunTools") : layers.index("AnthropicPromptCachingMiddleware")]
+        assert ours == ["RunTools", "TodoListMiddleware", "SanitizeToolInputs"]
+
+
+async def _echo_text(text: str) -> str:
+    return text
+
+
+_echo = StructuredTool.from_function(coroutine=_echo_text, name="echo", description="Echo the text.")

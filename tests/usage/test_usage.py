@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 from langchain.agents import create_agent
@@ -165,3 +166,34 @@ class TestRecordingAtTheModelCall:
         assert REGISTRY.get_sample_value("drydock_model_tokens_total", {**labels, "kind": "input"}) == 1_000_000
         assert REGISTRY.get_sample_value("drydock_model_cost_usd_total", labels) == pytest.approx(1.25)
         assert REGISTRY.get_sample_value("drydock_model_calls_total", {**labels, "priced": "true"}) == 1
+
+
+class TestTheLedgersWrite:
+    async def test_each_call_counts_on_every_roll_up_and_ranking_and_renews_their_expiry(
+        self, redis: Redis, keys: Keys
+    ) -> None:
+        ledger = UsageLedger(redis, keys, retention_days=3)
+        scope = _scope()
+        await ledger.add(scope, CallUsage("gpt-5", 1_000, 400, 50, 20, 0.25), first=True)
+        await ledger.add(scope, CallUsage("gpt-5", 10, 0, 5, 0, None))
+
+        run = await ledger.run(scope.run_id)
+        assert (run.runs, run.calls, run.unpriced_calls) == (1, 2, 1)
+        tokens = (run.input_tokens, run.cached_input_tokens, run.output_tokens, run.reasoning_tokens)
+        assert tokens == (1_010, 400, 55, 20)
+        assert run.priced_cost_usd == pytest.approx(0.25)
+        values = scope.values("gpt-5")
+        for dimension, value in values.items():
+            assert await ledger.day(dimension, value) == run, dimension
+        today = datetime.now(UTC).date()
+        for dimension, value in values.items():
+            ranked = dict(await ledger.ranking(dimension, today))
+            if dimension is Dimension.TEAM:
+                assert ranked == {}
+            else:
+                assert ranked == {value: run}, dimension
+        written = [keys.run_usage(scope.run_id)]
+        written += [keys.usage(today.isoformat(), dimension.value, value) for dimension, value in values.items()]
+        written += [keys.usage_ranking(today.isoformat(), d.value) for d in values if d is not Dimension.TEAM]
+        for key in written:
+            assert 0 < await redis.ttl(key) <= 3 * 86_400, key

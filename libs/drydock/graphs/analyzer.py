@@ -26,7 +26,7 @@ from langgraph.runtime import Runtime
 
 from drydock.graphs.analyzer_prompt import EVIDENCE_FILE, EVIDENCE_ROUTE, analyzer_prompt
 from drydock.graphs.inputs import AgentInputs
-from drydock.graphs.shared import GRAPHS, RunBackend, RunContext, RunRequest, RunTools, placeholder_tools, run_bound
+from drydock.graphs.shared import GRAPHS, RunBackend, RunContext, placeholder_tools, shared_stack
 from drydock.graphs.subagents import NoSubagents
 from drydock.graphs.token_count import summarization
 from drydock.graphs.turn_state import InboxTurnState
@@ -103,9 +103,7 @@ def shared_analyzer(inputs: AgentInputs, run: RunContext) -> CompiledStateGraph[
         FilesystemMiddleware(backend=backend, tools=READ_TOOLS),
         NoSubagents(),
         FreshSkills(backend=backend, sources=[SKILLS_ROUTE]),
-        RunTools(),
-        RunRequest(),
-        *run_bound(run.middleware),
+        *shared_stack(run.middleware),
     ]
     return create_deep_agent(
         inputs.model,

@@ -21,11 +21,9 @@ from drydock.graphs.shared import (
     GRAPHS,
     RunBackend,
     RunContext,
-    RunRequest,
     RunSubagent,
-    RunTools,
     placeholder_tools,
-    run_bound,
+    shared_stack,
 )
 from drydock.graphs.subagents import coder_subagent, general_purpose
 from drydock.graphs.token_count import summarization
@@ -90,7 +88,7 @@ def shared_coder(inputs: AgentInputs, run: RunContext) -> CompiledStateGraph[Any
     return create_deep_agent(
         inputs.model,
         placeholder_tools(run.tools),
-        middleware=[RunTools(), RunRequest(), *run_bound(run.middleware)],
+        middleware=shared_stack(run.middleware),
         subagents=[general_purpose(RunSubagent())],
         backend=RunBackend(),
         checkpointer=inputs.checkpointer,

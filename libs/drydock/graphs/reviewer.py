@@ -22,7 +22,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from drydock.graphs.inputs import AgentInputs
 from drydock.graphs.reviewer_prompt import reviewer_prompt
-from drydock.graphs.shared import GRAPHS, RunBackend, RunContext, RunRequest, RunTools, placeholder_tools, run_bound
+from drydock.graphs.shared import GRAPHS, RunBackend, RunContext, placeholder_tools, shared_stack
 from drydock.graphs.subagents import NoSubagents
 from drydock.graphs.token_count import summarization
 from drydock.graphs.turn_state import InboxTurnState
@@ -69,9 +69,7 @@ def shared_reviewer(inputs: AgentInputs, run: RunContext) -> CompiledStateGraph[
     middleware: list[AgentMiddleware[Any, Any, Any]] = [
         FilesystemMiddleware(backend=RunBackend(), tools=READ_TOOLS),
         NoSubagents(),
-        RunTools(),
-        RunRequest(),
-        *run_bound(run.middleware),
+        *shared_stack(run.middleware),
     ]
     return create_deep_agent(
         inputs.model,

@@ -107,13 +107,35 @@ def _day(at: datetime | None) -> str:
     return (at or datetime.now(UTC)).astimezone(UTC).date().isoformat()
 
 
+_ADD = """
+local ttl, cost, ranked = ARGV[1], ARGV[2], tonumber(ARGV[3])
+for i = 1, ranked do
+    redis.call('ZINCRBY', KEYS[i], cost, ARGV[3 + i])
+    redis.call('EXPIRE', KEYS[i], ttl)
+end
+for i = ranked + 1, #KEYS do
+    for j = 4 + ranked, #ARGV, 2 do
+        redis.call('HINCRBY', KEYS[i], ARGV[j], ARGV[j + 1])
+    end
+    redis.call('EXPIRE', KEYS[i], ttl)
+end
+"""
+"""Adds a call to the rankings (``KEYS[1..ranked]``, a member each after the first three
+arguments) and to the totals (the other keys; the counters' names and amounts follow the
+members), each key expiring ``ttl`` seconds after its last change. The keys lie in several
+hash slots: like the checkpoints, the ledger runs on a single Redis, not on Redis Cluster."""
+
+
 class UsageLedger:
-    """Writes and reads the roll-ups; one pipeline (one round trip) per model call."""
+    """Writes and reads the roll-ups; one script (one command, one round trip) per model call.
+    A pipeline of the same commands was about forty of them per call, each packed, answered
+    and checked by redis-py on the worker's event loop during the agent's step."""
 
     def __init__(self, redis: Redis, keys: Keys, *, retention_days: int = 90) -> None:
         self._redis = redis
         self._keys = keys
         self._ttl = retention_days * 86_400
+        self._add = redis.register_script(_ADD)
 
     async def add(self, scope: UsageScope, call: CallUsage, *, at: datetime | None = None, first: bool = False) -> None:
         """Count ``call`` for the run and, on its day, for each of the scope's dimensions; the
@@ -132,21 +154,16 @@ class UsageLedger:
         else:
             counters["cost_nanousd"] = round(call.cost_usd * NANO)
         values = scope.values(call.model)
-        keys = [self._keys.run_usage(scope.run_id)]
-        keys += [self._keys.usage(day, dimension.value, value) for dimension, value in values.items()]
-        pipe = self._redis.pipeline(transaction=False)
-        for dimension, value in values.items():
-            if dimension is Dimension.TEAM:
-                continue  # the usage page ranks threads, users, repositories and models
-            ranking = self._keys.usage_ranking(day, dimension.value)
-            pipe.zincrby(ranking, counters.get("cost_nanousd", 0), value)
-            pipe.expire(ranking, self._ttl)
-        for key in keys:
-            for name, amount in counters.items():
-                if amount:
-                    pipe.hincrby(key, name, amount)
-            pipe.expire(key, self._ttl)
-        await pipe.execute()
+        # The usage page ranks threads, users, repositories and models.
+        ranked = {dimension: value for dimension, value in values.items() if dimension is not Dimension.TEAM}
+        rankings = [self._keys.usage_ranking(day, dimension.value) for dimension in ranked]
+        totals = [self._keys.run_usage(scope.run_id)]
+        totals += [self._keys.usage(day, dimension.value, value) for dimension, value in values.items()]
+        amounts = [item for name, amount in counters.items() if amount for item in (name, amount)]
+        await self._add(
+            keys=[*rankings, *totals],
+            args=[self._ttl, counters.get("cost_nanousd", 0), len(rankings), *ranked.values(), *amounts],
+        )
 
     async def run(self, run_id: str) -> UsageTotals:
         """The usage of one run so far."""
