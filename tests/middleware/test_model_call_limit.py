@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any, cast
+
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
@@ -7,7 +9,7 @@ from langchain_core.tools import tool
 from langgraph_checkpoint_plainredis import AsyncRedisSaver
 
 from drydock.budgets import LimitKind, Reached
-from drydock.middleware.model_call_limit import ModelCallLimit
+from drydock.middleware.model_call_limit import ModelCallLimit, fresh_count
 from drydock.middleware.outcome import BUDGET_KEY, StopReason, stop_reason
 from tests.fakes.openai_server import Script, ScriptedModelServer
 from tests.middleware.conftest import chat_model, run_config
@@ -53,15 +55,45 @@ class TestModelCallLimit:
             .reply("finished")
         )
         async with ScriptedModelServer(script) as server:
-            agent = create_agent(
-                chat_model(server), [execute], middleware=[ModelCallLimit(2)], checkpointer=checkpointer
-            )
-            first = await agent.ainvoke({"messages": [HumanMessage("work")]}, run_config(thread_id))
-            second = await agent.ainvoke({"messages": [HumanMessage("go on")]}, run_config(thread_id))
+
+            async def run(text: str) -> dict[str, Any]:
+                # As the worker runs a turn: middleware of its own, and the fresh count in its input.
+                agent = create_agent(
+                    chat_model(server), [execute], middleware=[ModelCallLimit(2)], checkpointer=checkpointer
+                )
+                turn = {"messages": [HumanMessage(text)], **fresh_count()}
+                return await agent.ainvoke(cast(Any, turn), run_config(thread_id))
+
+            first = await run("work")
+            second = await run("go on")
 
         assert stop_reason(first["messages"]) is StopReason.STEP_LIMIT
         assert second["messages"][-1].text == "finished"
         assert len(server.requests) == 4
+
+    async def test_a_resumed_turn_keeps_counting_where_it_was(
+        self, checkpointer: AsyncRedisSaver, thread_id: str
+    ) -> None:
+        script = Script().tool_call("execute", command="a").tool_call("execute", command="b").reply("never asked")
+        async with ScriptedModelServer(script) as server:
+
+            def agent(*, interrupted: bool = False) -> Any:
+                return create_agent(
+                    chat_model(server),
+                    [execute],
+                    middleware=[ModelCallLimit(2)],
+                    checkpointer=checkpointer,
+                    interrupt_after=["tools"] if interrupted else None,
+                )
+
+            turn = {"messages": [HumanMessage("work")], **fresh_count()}
+            # A run that died after its first step: the next run resumes (no input) on middleware of its own.
+            await agent(interrupted=True).ainvoke(cast(Any, turn), run_config(thread_id))
+            resumed = await agent().ainvoke(None, run_config(thread_id))
+
+        assert len(server.requests) == 2
+        assert stop_reason(resumed["messages"]) is StopReason.STEP_LIMIT
+        assert "model_calls" not in resumed
 
     def test_a_limit_below_one_is_rejected(self) -> None:
         with pytest.raises(ValueError, match="at least 1"):

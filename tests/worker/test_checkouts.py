@@ -104,3 +104,18 @@ class TestClone:
         checkout = await checkouts.clone(backend, REPOSITORY)
         assert (checkout.default_branch, checkout.instructions) == ("develop", GUIDE)
         assert (await sh(backend, f"git -C {checkout.path} log --format=%s")).strip() == "seed"
+
+
+class TestExisting:
+    async def test_a_checkout_already_there_is_read_as_clone_reads_it(
+        self, backend: SandboxBackend, checkouts: Checkouts
+    ) -> None:
+        source = await upstream(backend, branch="trunk")
+        await sh(backend, f"git clone -q {source} {backend.handle.workspace.rstrip('/')}/widgets")
+        assert await checkouts.existing(backend, REPOSITORY) == await checkouts.clone(backend, REPOSITORY)
+
+    async def test_a_missing_checkout_is_not_cloned(self, backend: SandboxBackend, checkouts: Checkouts) -> None:
+        source = await upstream(backend, branch="develop")
+        await sh(backend, f"git config --global url.{source}.insteadOf https://github.com/{REPOSITORY}.git")
+        assert await checkouts.existing(backend, REPOSITORY) is None
+        assert "absent" in await sh(backend, f"test -e {backend.handle.workspace.rstrip('/')}/widgets || echo absent")

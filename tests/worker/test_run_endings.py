@@ -42,6 +42,7 @@ from drydock.graphs.manifest import Manifest
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import ServerKeys
 from drydock.models import Models
+from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.credentials import NoProxy
 from drydock.sandbox.errors import SandboxError
 from drydock.sandbox.lifecycle import SandboxManager
@@ -49,9 +50,10 @@ from drydock.sandbox.providers.local import LocalProvider
 from drydock.sandbox.records import SandboxStore
 from drydock.threads import Inbox, LeaseLost, Leases
 from drydock.threads.approvals import PLAN_REQUIRED_TEXT
+from drydock.threads.checkout import Checkout
 from drydock.threads.continuation import Continuations
-from drydock.threads.fields import MODEL, OWNER, REPLY_TO, REPOSITORY
-from drydock.threads.metadata import ThreadMetadataStore
+from drydock.threads.fields import MODEL, OWNER, REPLY_TO, REPOSITORY, SANDBOX_ID
+from drydock.threads.metadata import ThreadMetadata, ThreadMetadataStore
 from drydock.threads.states import ThreadState, ThreadStates
 from drydock.threads.stops import StopRequests
 from drydock.worker.agent_runs import CIRCUIT_OPEN_NOTICE, NO_MODEL_NOTICE, AgentRuns, RunParts
@@ -491,6 +493,12 @@ class TestPreparation:
             assert r.model.requests == []
 
 
+async def hold_checkout(sandbox: SandboxBackend) -> None:
+    """A checkout of ``acme/widgets`` in ``sandbox``, as an earlier run's clone left it."""
+    result = await sandbox.run(f"git init -q {sandbox.handle.workspace.rstrip('/')}/widgets")
+    assert result.exit_code == 0, result.output
+
+
 class TestCheckout:
     async def test_a_clone_that_fails_for_good_ends_the_run(self, rig: Rigging) -> None:
         async with rig(finish()) as r:
@@ -517,6 +525,43 @@ class TestCheckout:
             assert await r.types(thread) == []
             assert await r.state(thread) is None
             assert r.texts(thread) == []
+
+    async def test_the_checkout_the_sandbox_has_is_taken_without_a_clone(self, rig: Rigging) -> None:
+        async with rig(finish()) as r:
+            thread = await r.thread(fields={REPOSITORY: "acme/widgets"})
+            await hold_checkout(await r.sandboxes.ensure_sandbox(thread.id))
+
+            async def no_clone(backend: SandboxBackend, repository: str) -> Checkout:
+                raise AssertionError("cloned a checkout the sandbox has")
+
+            r.runs.checkouts.clone = no_clone  # type: ignore[method-assign]
+            await r.run(thread)
+
+            assert await r.types(thread) == [EventType.STARTED, EventType.MODEL_CALL, EventType.COMPLETED]
+
+    async def test_a_checkout_in_a_sandbox_no_longer_the_threads_is_not_taken(self, rig: Rigging) -> None:
+        async with rig(finish()) as r:
+            thread = await r.thread(fields={REPOSITORY: "acme/widgets"})
+            earlier = await r.sandboxes.ensure_sandbox(thread.id)
+            await hold_checkout(earlier)
+            # Another process replaced the thread's sandbox; this one still holds the earlier one.
+            replacement = await r.sandboxes.provider.create(thread.id)
+            assert await r.metadata.compare_and_set(thread.id, SANDBOX_ID, expected=earlier.id, new=replacement.id)
+            read = r.sandboxes.metadata.get
+
+            async def slow_read(thread_id: str) -> ThreadMetadata:
+                # The look into the earlier sandbox has its answer before the manager finds it replaced.
+                await asyncio.sleep(1)
+                return await read(thread_id)
+
+            r.sandboxes.metadata.get = slow_read  # type: ignore[method-assign]
+            await r.run(thread)
+
+            # The replacement has no checkout, and without the credential proxy nothing can be cloned.
+            assert await r.types(thread) == [EventType.ERROR]
+            [notice] = r.texts(thread)
+            assert notice.startswith("I could not clone acme/widgets into my sandbox")
+            assert r.model.requests == []
 
 
 class TestSandbox:

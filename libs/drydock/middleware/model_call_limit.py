@@ -1,9 +1,12 @@
 """Middleware 2: limit the model calls of one run, ending it gracefully at the limit.
 
-The count is part of the graph state (checkpointed), reset when a run starts, so a run resumed
-after a crash keeps counting where it was. At the limit the run ends with a stop message
-(:data:`~drydock.middleware.outcome.StopReason.STEP_LIMIT`), which the status indicator and the
-step-limit notice act on.
+The count is part of the graph state (checkpointed). A new turn's input sets it to nothing
+(:func:`fresh_count`), and a resumed turn has no input, so a run resumed after a crash keeps
+counting where it was. The reset travels with the input instead of a ``before_agent`` hook,
+which would be a graph node with a checkpoint of its own before every run's first model call.
+One instance counts one run (the worker builds a run's middleware with it). At the limit the
+run ends with a stop message (:data:`~drydock.middleware.outcome.StopReason.STEP_LIMIT`), which
+the status indicator and the step-limit notice act on.
 
 One run has one budget (:class:`StepBudget`), shared by the agent and the subagents its ``task``
 calls start: a subagent's stack holds a ``ModelCallLimit(budget, subagent=True)`` on the same
@@ -41,9 +44,8 @@ from langchain.agents.middleware import (
     ModelRequest,
     ModelResponse,
 )
-from langchain.agents.middleware.types import PrivateStateAttr
+from langchain.agents.middleware.types import OmitFromOutput
 from langchain_core.messages import AIMessage
-from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from drydock.budgets.reached import Reached
@@ -65,7 +67,13 @@ class StepBudget:
 
 
 class ModelCallLimitState(AgentState[Any]):
-    model_calls: NotRequired[Annotated[int, PrivateStateAttr]]
+    # An input, so that a new turn's input resets it; never an output.
+    model_calls: NotRequired[Annotated[int, OmitFromOutput]]
+
+
+def fresh_count() -> dict[str, int]:
+    """What a new turn's input carries for its count to start from nothing."""
+    return {"model_calls": 0}
 
 
 class ModelCallLimit(AgentMiddleware[ModelCallLimitState, Any, Any]):
@@ -90,12 +98,6 @@ class ModelCallLimit(AgentMiddleware[ModelCallLimitState, Any, Any]):
     @property
     def run_limit(self) -> int:
         return self.budget.limit
-
-    async def abefore_agent(self, state: ModelCallLimitState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        if self.subagent:
-            return None
-        self.budget.spent = 0
-        return {"model_calls": 0}
 
     async def awrap_model_call(
         self,

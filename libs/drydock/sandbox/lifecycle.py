@@ -161,6 +161,12 @@ class SandboxManager:
             found[cached.grant.token] = "sandbox grant"
         return found
 
+    def cached(self, thread_id: str) -> SandboxBackend | None:
+        """The thread's sandbox as this process last held it, unchecked: what
+        :meth:`ensure_sandbox` returns when it still answers."""
+        cached = self._cache.get(thread_id)
+        return cached.backend if cached is not None else None
+
     async def ensure_sandbox(self, thread_id: str) -> SandboxBackend:
         """The thread's healthy sandbox, created, reconnected or recreated as needed.
 

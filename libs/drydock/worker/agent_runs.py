@@ -67,6 +67,7 @@ from drydock.graphs.shared import RunContext
 from drydock.infra.redis import Keys
 from drydock.middleware import EmptyReplies, RunLimits, StopReason, stop_reason
 from drydock.middleware.inbox_injection import inbox_message_id, inbox_message_text
+from drydock.middleware.model_call_limit import fresh_count
 from drydock.middleware.outcome import BUDGET_KEY
 from drydock.model_catalog import PriceTable
 from drydock.models import ModelChoice, ModelError, Models, ResolvedModel
@@ -78,6 +79,7 @@ from drydock.sandbox.snapshots import SnapshotStore
 from drydock.threads import Inbox, Lease, StoredMessage
 from drydock.threads.approvals import PlanGate
 from drydock.threads.changes import ThreadChanges
+from drydock.threads.checkout import Checkout
 from drydock.threads.continuation import Continuations
 from drydock.threads.inbox import InboxWatch
 from drydock.threads.metadata import ThreadMetadata, ThreadMetadataStore
@@ -288,12 +290,11 @@ class AgentRuns:
     ) -> int:
         """The run once the budgets let it start: its sandbox, agent and turn."""
         parts = self.parts
-        backend = await self._sandbox(scope)
+        backend, checkout = await self._sandbox_and_checkout(scope)
         redactor = self.redactor.with_values(parts.sandboxes.secrets(scope.thread_id))
         events.redactor = redactor
         if notices is not None:
             notices.redactor = redactor
-        checkout = await self.checkouts.clone(backend, scope.repository) if scope.repository else None
         if parts.spec.prepare is not None:
             prepared = await parts.spec.prepare(
                 RunSetup(
@@ -428,6 +429,31 @@ class AgentRuns:
     async def _queued(self, thread_id: str, config: RunnableConfig) -> list[StoredMessage]:
         return await self.inbox.read_after(thread_id, await self._saved_cursor(config))
 
+    async def _sandbox_and_checkout(self, scope: ThreadScope) -> tuple[SandboxBackend, Checkout | None]:
+        """The thread's sandbox and its checkout of the repository. A checkout the sandbox this
+        process last held already has is looked for while that sandbox is checked, and taken
+        only if the sandbox is still the thread's; otherwise it is cloned or checked once the
+        sandbox answers."""
+        repository = scope.repository
+        last = self.parts.sandboxes.cached(scope.thread_id)
+        found = asyncio.ensure_future(self.checkouts.existing(last, repository)) if last and repository else None
+        try:
+            backend = await self._sandbox(scope)
+        except BaseException:
+            if found is not None:
+                found.cancel()
+                await asyncio.gather(found, return_exceptions=True)
+            raise
+        if repository is None:
+            return backend, None
+        if found is not None:
+            if backend is not last:
+                found.cancel()
+            [looked] = await asyncio.gather(found, return_exceptions=True)
+            if backend is last and isinstance(looked, Checkout):
+                return backend, looked
+        return backend, await self.checkouts.clone(backend, repository)
+
     async def _sandbox(self, scope: ThreadScope) -> SandboxBackend:
         sandboxes = self.parts.sandboxes
         try:
@@ -460,7 +486,7 @@ class AgentRuns:
                 if not turn["messages"]:
                     await events.emit(EventType.COMPLETED, summary="", skipped=True)
                     return int(turn["inbox_cursor"]), None
-            values, stopped_by = await self._stream(agent, context, turn, config, events)
+            values, stopped_by = await self._stream(agent, context, turn | fresh_count(), config, events)
         if values is None:
             values = (await agent.aget_state(config)).values
         # Before the end event: a viewer that sees the run end reads its changes.

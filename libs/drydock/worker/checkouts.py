@@ -66,6 +66,18 @@ class Checkouts:
             # The dashboard's diff view is a convenience: the run's outcome must not depend on it.
             log.warning("recording the checkout's changes failed", thread_id=thread_id, error=describe(error))
 
+    async def existing(self, backend: SandboxBackend, repository: str) -> Checkout | None:
+        """The checkout of ``repository`` if the sandbox already holds one (None: it does not):
+        the command and download of :meth:`clone` without the clone, which needs no grant and
+        so may run before the sandbox is known to answer."""
+        path = _checkout_path(backend, repository)
+        result, downloaded = await asyncio.gather(
+            backend.run(_checkout_script(path, None), time_limit=60), backend.adownload_files([f"{path}/AGENTS.md"])
+        )
+        if result.exit_code != 0 or _ABSENT in result.output.splitlines():
+            return None
+        return _checkout(repository, path, result.output, downloaded[0].content)
+
     async def clone(self, backend: SandboxBackend, repository: str) -> Checkout:
         """Clone ``repository`` into the sandbox's workspace unless it is there (through the
         credential proxy, by the grant's git rules; a transient failure is retried, and one that
@@ -75,7 +87,7 @@ class Checkouts:
         A checkout already there costs one command of shell builtins (no git process) and the
         download of its AGENTS.md, sent together; the download is repeated only when the command
         had to clone (it ran before the file existed)."""
-        path = f"{backend.handle.workspace.rstrip('/')}/{repository.rsplit('/', 1)[-1]}"
+        path = _checkout_path(backend, repository)
         url = f"https://{self.host}/{repository}.git"
         agents_md = asyncio.ensure_future(backend.adownload_files([f"{path}/AGENTS.md"]))
         try:
@@ -93,36 +105,49 @@ class Checkouts:
         if result.exit_code != 0:
             tail = result.output.strip()[-600:]
             raise RunEnded(f"I could not clone {repository} into my sandbox:\n```\n{tail}\n```")
-        lines = result.output.splitlines()
-        default_branch = next(
-            (line.removeprefix(_BRANCH) for line in reversed(lines) if line.startswith(_BRANCH)), ""
-        ).removeprefix("origin/")
         downloaded = (
             agents_md.result()
-            if _CLONED not in lines and agents_md.exception() is None
+            if _CLONED not in result.output.splitlines() and agents_md.exception() is None
             else await backend.adownload_files([f"{path}/AGENTS.md"])
         )[0]
-        instructions = downloaded.content.decode(errors="replace") if downloaded.content is not None else None
-        return Checkout(
-            repository=repository, path=path, default_branch=default_branch or None, instructions=instructions
-        )
+        return _checkout(repository, path, result.output, downloaded.content)
 
 
 _CLONED = "drydock: cloned"
+_ABSENT = "drydock: no checkout"
 _BRANCH = "drydock: default branch "
 
 
-def _checkout_script(path: str, url: str) -> str:
-    """Clone unless ``path`` holds a checkout, then print the default branch (``origin/NAME``,
-    empty when unknown). The files backend keeps the symbolic ref ``origin/HEAD`` as a file of
-    one line (``ref: refs/remotes/origin/NAME``; never packed), which the shell reads itself;
-    only without that file (another ref backend) does git answer."""
+def _checkout_path(backend: SandboxBackend, repository: str) -> str:
+    return f"{backend.handle.workspace.rstrip('/')}/{repository.rsplit('/', 1)[-1]}"
+
+
+def _checkout(repository: str, path: str, output: str, agents_md: bytes | None) -> Checkout:
+    """The checkout from the output of :func:`_checkout_script` and the content of its AGENTS.md."""
+    default_branch = next(
+        (line.removeprefix(_BRANCH) for line in reversed(output.splitlines()) if line.startswith(_BRANCH)), ""
+    ).removeprefix("origin/")
+    instructions = agents_md.decode(errors="replace") if agents_md is not None else None
+    return Checkout(repository=repository, path=path, default_branch=default_branch or None, instructions=instructions)
+
+
+def _checkout_script(path: str, url: str | None) -> str:
+    """Clone unless ``path`` holds a checkout (without ``url``: say there is none, and stop), then
+    print the default branch (``origin/NAME``, empty when unknown). The files backend keeps the
+    symbolic ref ``origin/HEAD`` as a file of one line (``ref: refs/remotes/origin/NAME``; never
+    packed), which the shell reads itself; only without that file (another ref backend) does
+    git answer."""
     where = shlex.quote(path)
     head = shlex.quote(f"{path}/.git/refs/remotes/origin/HEAD")
+    missing = (
+        f"git clone --quiet {shlex.quote(url)} {where}; echo '{_CLONED}'"
+        if url is not None
+        else f"echo '{_ABSENT}'; exit 0"
+    )
     return "\n".join(
         [
             "set -e",
-            f"if [ ! -d {where}/.git ]; then git clone --quiet {shlex.quote(url)} {where}; echo '{_CLONED}'; fi",
+            f"if [ ! -d {where}/.git ]; then {missing}; fi",
             "head=''",
             f"if [ -f {head} ]; then read -r head < {head} || true; fi",
             'case "$head" in',
