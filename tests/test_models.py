@@ -204,6 +204,16 @@ class TestChatModel:
         with pytest.raises(ModelNotConfigured, match="DRYDOCK_MODELS_API_KEY"):
             models.chat_model(models.default)
 
+    def test_runs_share_one_client_per_model_and_effort(self) -> None:
+        models = _models(default="gpt-5")
+        default = models.chat_model(models.default)
+        assert models.chat_model(models.resolve()) is default
+        high = models.chat_model(models.resolve(ModelChoice(effort=E.HIGH)))
+        other = models.chat_model(models.resolve(ModelChoice(model="gpt-5-mini")))
+        assert len({id(default), id(high), id(other)}) == 3
+        assert (high.model_name, high.reasoning_effort) == ("gpt-5", "high")
+        assert (other.model_name, other.reasoning_effort) == ("gpt-5-mini", "medium")
+
     async def test_requests_carry_the_model_its_effort_and_the_key(self) -> None:
         async with ScriptedModelServer(Script().reply("hello"), api_key="sk-test") as server:
             models = Models(ModelSettings(base_url=server.base_url, api_key=SecretStr("sk-test"), max_retries=0))

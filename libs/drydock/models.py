@@ -58,6 +58,9 @@ __all__ = [
     "tool_identity",
 ]
 
+CHAT_MODELS = 32
+"""Model clients a process keeps (one per model and effort in use)."""
+
 
 def tool_identity(tool: BaseTool) -> Hashable:
     """What a tool's schema depends on. Each run builds its tools anew, but over the same
@@ -74,6 +77,7 @@ class Models:
 
     def __init__(self, settings: ModelSettings) -> None:
         self.settings = settings
+        self._clients: dict[tuple[str, ReasoningEffort | None], DrydockChatOpenAI] = {}
         self.catalog = ModelCatalog.with_extra(settings.extra_models)
         self.default = self._installation(settings.default, settings.default_effort, "DRYDOCK_MODELS_DEFAULT")
         self.fallback = (
@@ -145,10 +149,12 @@ class Models:
         return arguments
 
     def chat_model(self, model: ResolvedModel) -> DrydockChatOpenAI:
-        """A ``ChatOpenAI`` client for ``model``; :class:`ModelNotConfigured` without an endpoint.
+        """The ``ChatOpenAI`` client for ``model``; :class:`ModelNotConfigured` without an endpoint.
 
-        A base URL without an API key is allowed (local servers often need none); the client
-        then sends a placeholder key.
+        One per model and effort, shared by the process's runs: a client holds no run's state,
+        and building one took about a millisecond of every run's start. A base URL without an
+        API key is allowed (local servers often need none); the client then sends a placeholder
+        key.
         """
         if not self.configured:
             raise ModelNotConfigured(
@@ -156,7 +162,13 @@ class Models:
                 "DRYDOCK_MODELS_BASE_URL (and DRYDOCK_MODELS_API_KEY if it needs one) for an "
                 "OpenAI-compatible endpoint"
             )
-        api_key = self.settings.api_key or SecretStr("not-needed")
-        from drydock.chat_openai import DrydockChatOpenAI
+        key = (model.id, model.effort)
+        client = self._clients.get(key)
+        if client is None:
+            from drydock.chat_openai import DrydockChatOpenAI
 
-        return DrydockChatOpenAI(api_key=api_key, **self.provider_arguments(model))
+            if len(self._clients) >= CHAT_MODELS:
+                self._clients.clear()
+            api_key = self.settings.api_key or SecretStr("not-needed")
+            client = self._clients[key] = DrydockChatOpenAI(api_key=api_key, **self.provider_arguments(model))
+        return client
