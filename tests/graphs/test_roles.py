@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import ToolMessage
 
+from drydock.graphs import subagents
 from drydock.graphs.analyzer import analyzer_graph, analyzer_run
 from drydock.graphs.inputs import AgentInputs
 from drydock.graphs.reviewer import reviewer_graph, reviewer_run
@@ -88,6 +89,7 @@ class TestTheBuiltRoles:
         async with ScriptedModelServer() as server:
             with recording(monkeypatch) as stacks:
                 coder, run = coder_and_run(parts.inputs(Role.CODER, server))
+                general = subagent(coder, "general-purpose", run)
 
         assert tool_names(coder) == [*FILE_TOOLS, "task", "write_todos", *NUDGES, *CODER_TOOLS]
         steps = _without_strip(CODER_ORDER)
@@ -99,11 +101,29 @@ class TestTheBuiltRoles:
         _edge_is_innermost(coder, run)
         _no_node_per_step(coder)
 
-        general = subagent(coder, "general-purpose", run)
         assert tool_names(general) == [*FILE_TOOLS, *NUDGES, *CODER_TOOLS]
         assert stacks.names("general-purpose") == [*SUBAGENT_HEAD, *steps, *TAIL]
         _edge_is_innermost(general)
         _no_node_per_step(general)
+
+    async def test_the_coders_subagent_is_built_at_its_first_call(
+        self, parts: Parts, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        built: list[AgentInputs] = []
+        middleware = subagents.coder_subagent_middleware
+
+        def counted(inputs: AgentInputs, *rest: Any) -> Any:
+            built.append(inputs)
+            return middleware(inputs, *rest)
+
+        monkeypatch.setattr(subagents, "coder_subagent_middleware", counted)
+        async with ScriptedModelServer() as server:
+            inputs = parts.inputs(Role.CODER, server)
+            coder, run = coder_and_run(inputs)
+            assert built == []
+            subagent(coder, "general-purpose", run)
+            subagent(coder, "general-purpose", run)
+        assert built == [inputs]
 
     async def test_the_reviewer_reads_only_and_has_no_subagent(
         self, parts: Parts, monkeypatch: pytest.MonkeyPatch

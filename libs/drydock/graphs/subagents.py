@@ -23,7 +23,6 @@ subagent's included.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -117,16 +116,19 @@ class BuiltAtFirstCall(Runnable[Any, Any]):
 def coder_subagent(inputs: AgentInputs, budget: StepBudget, breaker: SandboxCircuitBreaker) -> CompiledSubAgent:
     """The coder's general-purpose subagent, inside the coder's stack, spending ``budget`` and
     tripping ``breaker``."""
-    # The middleware (bound to this run's budget and breaker) is made now, the graph at the first call.
-    build = functools.partial(
-        create_agent,
-        inputs.model,
-        tools=inputs.tools,
-        system_prompt=GENERAL_PURPOSE_SUBAGENT["system_prompt"],
-        middleware=coder_subagent_middleware(inputs, budget, breaker),
-        state_schema=DeepAgentState,
-        name=GENERAL_PURPOSE_SUBAGENT["name"],
-    )
+
+    # Its middleware too is made at the first call (more than half of a run's construction
+    # time otherwise, for a subagent most runs never call), bound to this run's budget and breaker.
+    def build() -> Runnable[Any, Any]:
+        return create_agent(
+            inputs.model,
+            tools=inputs.tools,
+            system_prompt=GENERAL_PURPOSE_SUBAGENT["system_prompt"],
+            middleware=coder_subagent_middleware(inputs, budget, breaker),
+            state_schema=DeepAgentState,
+            name=GENERAL_PURPOSE_SUBAGENT["name"],
+        )
+
     return general_purpose(BuiltAtFirstCall(build))
 
 
