@@ -104,6 +104,24 @@ class TestInboxWatch:
         finally:
             await watch.close()
 
+    async def test_the_same_question_is_answered_from_the_last_read(self, bus: Bus, thread_id: str) -> None:
+        inbox = CountedInbox(bus)
+        first = await inbox.append(message(thread_id, "d3", "m3"))
+        watch = await inbox.watch(thread_id, recheck=60)
+        try:
+            # The run's start reads after its cursor; its first model call asks the same.
+            for _ in range(2):
+                assert [item.seq for item in await watch.read_after(thread_id, 0)] == [first.seq]
+            assert inbox.reads == 1
+            arrived = await inbox.append(message(thread_id, "d4", "m4"))
+            found: list[StoredMessage] = []
+            async with asyncio.timeout(5):
+                while len(found) < 2:
+                    found = await watch.read_after(thread_id, 0)
+            assert [item.seq for item in found] == [first.seq, arrived.seq]
+        finally:
+            await watch.close()
+
     async def test_a_cursor_behind_what_was_read_reads_again(self, bus: Bus, thread_id: str) -> None:
         inbox = CountedInbox(bus)
         appended = [await inbox.append(message(thread_id, f"d{i}", f"m{i}")) for i in range(3)]

@@ -364,6 +364,29 @@ class TestLimits:
             assert r.model.requests == []
             assert await r.sandboxes.provider.list() == []
 
+    async def test_a_refused_run_leaves_the_sandbox_it_holds_as_it_was(self, rig: Rigging) -> None:
+        async with rig(finish()) as r:
+            thread = await r.thread()
+            held = await r.sandboxes.ensure_sandbox(thread.id)
+            reached = Reached(kind=LimitKind.RUN, limit_usd=0.10, spent_usd=0.25)
+            await Continuations(r.redis, r.keys).pause(thread.id, reached)
+            # Checked while the budgets are passed: slow enough to be going on at the refusal.
+            answers, checked = r.sandboxes._answers, []
+
+            async def slow(*args: Any) -> bool:
+                checked.append(args)
+                await asyncio.sleep(2)
+                return await answers(*args)
+
+            r.sandboxes._answers = slow  # type: ignore[method-assign,assignment]
+            await r.run(thread)
+
+            assert await r.types(thread) == [EventType.STEP_LIMIT]
+            assert checked, "the held sandbox is checked while the budgets are passed"
+            assert [handle.id for handle in await r.sandboxes.provider.list()] == [held.id]
+            assert r.sandboxes.cached(thread.id) is held
+            assert await r.sandboxes.failures.count(thread.id) == 0
+
 
 class TestPlanApproval:
     async def test_the_turn_ends_waiting_for_the_owner_with_the_checkout_unchanged(self, rig: Rigging) -> None:

@@ -94,9 +94,11 @@ class Inbox:
 
 
 class InboxWatch:
-    """Reads one thread's inbox like :meth:`Inbox.read_after`, but answers "nothing new" without
-    a round trip when the last read found the end at or before the cursor, no message was heard
-    on the thread's subject since, and that read is younger than ``recheck`` seconds.
+    """Reads one thread's inbox like :meth:`Inbox.read_after`, but answers without a round trip
+    when no message was heard on the thread's subject since the last read, that read is younger
+    than ``recheck`` seconds, and it answers the question: "nothing new" for a cursor at or after
+    the end it found, the same messages for the same cursor (a run's first model call asks what
+    the run's start read).
 
     The subscription is confirmed by the server (a flush) before the first read, so a message
     published after that read is heard. Without a subscription (NATS refused it) every call reads.
@@ -110,6 +112,7 @@ class InboxWatch:
         self._heard = True
         self._end = 0
         self._read_at = -math.inf
+        self._last: tuple[int, list[StoredMessage]] = (-1, [])
 
     async def start(self) -> None:
         nc = self._inbox.bus.nc
@@ -139,13 +142,11 @@ class InboxWatch:
         if thread_id != self.thread_id or limit is not None:
             return await self._inbox.read_after(thread_id, cursor, limit=limit)
         now = asyncio.get_running_loop().time()
-        if (
-            self._subscription is not None
-            and not self._heard
-            and cursor >= self._end
-            and now - self._read_at < self._recheck
-        ):
-            return []
+        if self._subscription is not None and not self._heard and now - self._read_at < self._recheck:
+            if cursor >= self._end:
+                return []
+            if cursor == self._last[0]:
+                return list(self._last[1])
         # Cleared before the read: a message heard while it runs is read again next time.
         self._heard = False
         try:
@@ -155,4 +156,5 @@ class InboxWatch:
             raise
         self._end = found[-1].seq if found else cursor
         self._read_at = now
-        return found
+        self._last = (cursor, found)
+        return list(found)

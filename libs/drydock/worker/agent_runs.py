@@ -38,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -109,6 +109,9 @@ RECURSION_LIMIT = 10_000
 """Graph steps per run; the model-call limit (middleware 2) ends runs long before this."""
 STOP_POLL = 0.25
 """Seconds between two checks for a stop request while a run's steps go by."""
+EARLY_SANDBOX_WAIT = 1.0
+"""Seconds a run may wait for a place among its team's runs and still take the sandbox checked
+before it waited."""
 
 
 @dataclass(frozen=True)
@@ -226,51 +229,68 @@ class AgentRuns:
         parts = self.parts
         if not parts.models.configured:
             raise RunEnded(NO_MODEL_NOTICE)
-        # Independent reads, in one wait: the run's accounts, and the inbox after its cursor.
-        accounts, queued = await asyncio.gather(
-            self.accounts.for_run(scope.user_id, scope.repository), self._queued(scope.thread_id, config)
-        )
-        profile, team = accounts.profile, accounts.team
-        team_choice = team.models.get(scope.role.value)
-        try:
-            resolved = parts.models.resolve(
-                thread=ModelChoice.of(thread.model, thread.effort, where="the thread's model"),
-                user=ModelChoice.of(profile.model, profile.effort, where="your profile") if profile else None,
-                team=ModelChoice.of(team_choice.model, team_choice.effort, where="the team default")
-                if team_choice
-                else None,
+        # A sandbox this process holds is checked (nothing is created) and the checkpoint loaded
+        # while the run's reads and budgets go by; a refused run drops both.
+        async with (
+            self._preloaded(config),
+            self._early_sandbox(scope) as early,
+            self._watched(scope.thread_id) as inbox,
+        ):
+            # Independent reads, in one wait: the run's accounts, and the inbox after its cursor
+            # (through the run's watch, which answers the first model call's read from it).
+            accounts, queued = await asyncio.gather(
+                self.accounts.for_run(scope.user_id, scope.repository), self._queued(inbox, config)
             )
-        except ModelError as error:
-            raise RunEnded(f"I can't start: {error}.") from None
-        fallback = parts.models.fallback_for(resolved)
-        limits = Limits.of(team.budgets, accounts.repository.budgets if accounts.repository else None)
-        identity = accounts.identity
-        spend = SpendCheck(
-            self.usage,
-            limits,
-            run_id=scope.run_id,
-            user_id=scope.user_id,
-            repository=scope.repository,
-            user_name=identity.login if identity else None,
-        )
-        handle = team.mention_handle or parts.settings.ingress.mention_handle
-        await self.gate.admit(scope.thread_id, thread, queued, spend, notices, handle=handle, pauses=parts.spec.pauses)
-        # The checkpoint loads while the run waits on its sandbox.
-        async with self.gate.place(scope.thread_id, limits, notices), self._preloaded(config):
-            return await self._claimed(
-                scope,
-                thread,
-                config,
-                events,
-                notices,
-                fence=fence,
-                resolved=resolved,
-                fallback=fallback,
-                profile=profile,
-                limits=limits,
-                spend=spend,
-                handle=handle,
+            profile, team = accounts.profile, accounts.team
+            team_choice = team.models.get(scope.role.value)
+            try:
+                resolved = parts.models.resolve(
+                    thread=ModelChoice.of(thread.model, thread.effort, where="the thread's model"),
+                    user=ModelChoice.of(profile.model, profile.effort, where="your profile") if profile else None,
+                    team=ModelChoice.of(team_choice.model, team_choice.effort, where="the team default")
+                    if team_choice
+                    else None,
+                )
+            except ModelError as error:
+                raise RunEnded(f"I can't start: {error}.") from None
+            fallback = parts.models.fallback_for(resolved)
+            limits = Limits.of(team.budgets, accounts.repository.budgets if accounts.repository else None)
+            identity = accounts.identity
+            spend = SpendCheck(
+                self.usage,
+                limits,
+                run_id=scope.run_id,
+                user_id=scope.user_id,
+                repository=scope.repository,
+                user_name=identity.login if identity else None,
             )
+            handle = team.mention_handle or parts.settings.ingress.mention_handle
+            await self.gate.admit(
+                scope.thread_id, thread, queued, spend, notices, handle=handle, pauses=parts.spec.pauses
+            )
+            clock = asyncio.get_running_loop().time
+            waiting = clock()
+            async with self.gate.place(scope.thread_id, limits, notices):
+                if early is not None and clock() - waiting > EARLY_SANDBOX_WAIT:
+                    # The run waited for a place: what was checked before may no longer hold.
+                    await _dropped(early)
+                    early = None
+                return await self._claimed(
+                    scope,
+                    thread,
+                    config,
+                    events,
+                    notices,
+                    fence=fence,
+                    resolved=resolved,
+                    fallback=fallback,
+                    profile=profile,
+                    limits=limits,
+                    spend=spend,
+                    handle=handle,
+                    early=early,
+                    inbox=inbox,
+                )
 
     async def _claimed(
         self,
@@ -287,10 +307,13 @@ class AgentRuns:
         limits: Limits,
         spend: SpendCheck,
         handle: str,
+        early: asyncio.Future[tuple[SandboxBackend, Checkout | None]] | None,
+        inbox: InboxWatch,
     ) -> int:
-        """The run once the budgets let it start: its sandbox, agent and turn."""
+        """The run once the budgets let it start: its sandbox (``early``: being checked already),
+        agent and turn."""
         parts = self.parts
-        backend, checkout = await self._sandbox_and_checkout(scope)
+        backend, checkout = await (early if early is not None else self._sandbox_and_checkout(scope))
         redactor = self.redactor.with_values(parts.sandboxes.secrets(scope.thread_id))
         events.redactor = redactor
         if notices is not None:
@@ -339,7 +362,6 @@ class AgentRuns:
                 repository=scope.repository,
             ),
         )
-        inbox = InboxWatch(self.inbox, scope.thread_id)
         inputs = AgentInputs(
             scope=scope,
             model=parts.models.chat_model(resolved),
@@ -375,7 +397,6 @@ class AgentRuns:
 
         # The thread still counts as running only when its last run died mid-turn.
         try:
-            await inbox.start()
             cursor, stopped_at = await self._drive(
                 agent,
                 context,
@@ -387,7 +408,6 @@ class AgentRuns:
                 settle=settle,
             )
         finally:
-            await inbox.close()
             await usage.flush()
         if stopped_at is not None:
             bound = log.bind(thread_id=scope.thread_id, run_id=scope.run_id)
@@ -426,8 +446,34 @@ class AgentRuns:
             return checkpointer.preloaded(config)
         return contextlib.nullcontext()
 
-    async def _queued(self, thread_id: str, config: RunnableConfig) -> list[StoredMessage]:
-        return await self.inbox.read_after(thread_id, await self._saved_cursor(config))
+    @contextlib.asynccontextmanager
+    async def _watched(self, thread_id: str) -> AsyncIterator[InboxWatch]:
+        """The run's watch of its inbox, started by :meth:`_queued`."""
+        watch = InboxWatch(self.inbox, thread_id)
+        try:
+            yield watch
+        finally:
+            await watch.close()
+
+    async def _queued(self, inbox: InboxWatch, config: RunnableConfig) -> list[StoredMessage]:
+        cursor, _ = await asyncio.gather(self._saved_cursor(config), inbox.start())
+        return await inbox.read_after(inbox.thread_id, cursor)
+
+    @contextlib.asynccontextmanager
+    async def _early_sandbox(
+        self, scope: ThreadScope
+    ) -> AsyncIterator[asyncio.Future[tuple[SandboxBackend, Checkout | None]] | None]:
+        """The sandbox and checkout of :meth:`_sandbox_and_checkout`, started now if this process
+        holds the thread's sandbox (None otherwise: a sandbox is created only once the run may
+        start); given up at the block's end unless taken."""
+        if self.parts.sandboxes.cached(scope.thread_id) is None:
+            yield None
+            return
+        early = asyncio.ensure_future(self._sandbox_and_checkout(scope))
+        try:
+            yield early
+        finally:
+            await _dropped(early)
 
     async def _sandbox_and_checkout(self, scope: ThreadScope) -> tuple[SandboxBackend, Checkout | None]:
         """The thread's sandbox and its checkout of the repository. A checkout the sandbox this
@@ -615,6 +661,12 @@ class AgentRuns:
         cursor = await self._saved_cursor(config)
         queued = await self.inbox.read_after(thread_id, cursor)
         return queued[-1].seq if queued else cursor
+
+
+async def _dropped(future: asyncio.Future[Any]) -> None:
+    """Cancel ``future`` unless it is done, and wait for it; nothing it raised is raised here."""
+    future.cancel()
+    await asyncio.gather(future, return_exceptions=True)
 
 
 def _last_text(messages: Sequence[BaseMessage]) -> str:
