@@ -10,6 +10,7 @@ from redis.exceptions import ResponseError
 
 from drydock.config import Settings
 from drydock.infra.redis import Batch, BatchConnections, Keys
+from tests.waiting import eventually
 
 
 @pytest.fixture
@@ -84,23 +85,37 @@ class TestBatch:
         following.get(keys.repositories())
         assert await following.execute() == ["second"]
 
-    async def test_connections_are_reused_and_closed(self, redis: Redis, keys: Keys) -> None:
-        connections = BatchConnections(redis)
-        clients_before = len(await redis.client_list())
-        for _ in range(3):
-            batch = Batch(connections)
-            batch.get(keys.team())
-            await batch.execute()
-        assert len(await redis.client_list()) == clients_before + 1
+    async def test_connections_are_reused_and_closed(self, redis: Redis, settings: Settings, keys: Keys) -> None:
+        name = f"batch-{keys.prefix}"
+        named = Redis.from_url(str(settings.redis.url), decode_responses=True, client_name=name)
+        connections = BatchConnections(named)
 
-        first, second = Batch(connections), Batch(connections)
-        first.get(keys.team())
-        second.get(keys.team())
-        await asyncio.gather(first.execute(), second.execute())
-        assert len(await redis.client_list()) == clients_before + 2
+        async def on_the_server() -> int:
+            return sum(client["name"] == name for client in await redis.client_list())
 
-        await connections.aclose()
-        assert len(await redis.client_list()) == clients_before
+        async def all_closed() -> bool:
+            return await on_the_server() == 0
+
+        try:
+            for _ in range(3):
+                batch = Batch(connections)
+                batch.get(keys.team())
+                await batch.execute()
+            assert await on_the_server() == 1
+
+            first, second = Batch(connections), Batch(connections)
+            first.get(keys.team())
+            second.get(keys.team())
+            await asyncio.gather(first.execute(), second.execute())
+            assert await on_the_server() == 2
+
+            await connections.aclose()
+            # The server drops a connection when it reads the close, which can come after a
+            # command sent later on another connection.
+            await eventually(all_closed, what="the batch connections closed on the server")
+        finally:
+            await connections.aclose()
+            await named.aclose()
 
     async def test_a_connection_closed_by_the_server_is_connected_again(
         self, redis: Redis, settings: Settings, keys: Keys

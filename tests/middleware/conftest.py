@@ -72,31 +72,41 @@ class CheckpointLoss:
     """Makes ``saver`` forget every write after its checkpoint of graph step ``step``, as a store
     that failed (or a worker that died) before the later steps' checkpoints were written: the
     run goes on in memory, and the next run of the thread resumes from step ``step``.
-    ``restore()`` ends the loss."""
+    ``restore()`` ends the loss. For a thread's first run: a task's writes are kept or lost by
+    the step of the checkpoint they belong to, which is known once that checkpoint is put."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, saver: AsyncRedisSaver, step: int) -> None:
         self._monkeypatch = monkeypatch
-        self.losing = False
         put, put_writes = saver.aput, saver.aput_writes
+        steps: dict[str, int] = {}
+        # LangGraph saves writes and checkpoints in background tasks, chaining only the
+        # checkpoints: a slow save of one checkpoint lets later steps' writes arrive before it.
+        held: dict[str, list[tuple[RunnableConfig, Sequence[tuple[str, Any]], str, str]]] = {}
 
         async def aput(
             config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, versions: ChannelVersions
         ) -> RunnableConfig:
-            if self.losing:
+            at = steps[checkpoint["id"]] = metadata.get("step", -1)
+            waiting = held.pop(checkpoint["id"], [])
+            if at > step:
                 return {"configurable": {**config["configurable"], "checkpoint_id": checkpoint["id"]}}
             stored = await put(config, checkpoint, metadata, versions)
-            self.losing = metadata.get("step", -1) >= step
+            if at < step:
+                for writes in waiting:
+                    await put_writes(*writes)
             return stored
 
         async def aput_writes(
             config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
         ) -> None:
-            if not self.losing:
+            checkpoint_id = config["configurable"]["checkpoint_id"]
+            if checkpoint_id not in steps:
+                held.setdefault(checkpoint_id, []).append((config, writes, task_id, task_path))
+            elif steps[checkpoint_id] < step:
                 await put_writes(config, writes, task_id, task_path)
 
         monkeypatch.setattr(saver, "aput", aput)
         monkeypatch.setattr(saver, "aput_writes", aput_writes)
 
     def restore(self) -> None:
-        self.losing = False
         self._monkeypatch.undo()

@@ -4,10 +4,10 @@ really runs each pod's containers as local processes.
 
 The kubelet maps every volume mount to a directory of its own and rewrites arguments that name
 a mount path; ``python3`` is this interpreter; each pod gets its own loopback address
-(``127.77.x.y``) and ``0.0.0.0`` in a command means that address, so several daemons can all
-listen on the daemon port. Faults a real cluster produces are switched on per test:
-``cluster.failing_images`` (ErrImagePull), ``cluster.quota_exhausted`` (403 exceeded quota),
-``cluster.unschedulable``.
+(``127.x.y.z``, outside ``127.0.0.0/16``) and ``0.0.0.0`` in a command means that address, so
+several daemons can all listen on the daemon port. Faults a real cluster produces are switched
+on per test: ``cluster.failing_images`` (ErrImagePull), ``cluster.quota_exhausted`` (403
+exceeded quota), ``cluster.unschedulable``.
 """
 
 from tests.fakes.kubernetes.server import FakeKubernetes

@@ -8,6 +8,7 @@ import base64
 import contextlib
 import itertools
 import os
+import secrets
 import shutil
 import signal
 import sys
@@ -18,8 +19,11 @@ from typing import Any
 from tests.fakes.kubernetes.state import FakeCluster, Object, now
 
 _SECRET_WAIT = 30.0
-_POD_NUMBERS = itertools.count(1)
-"""Process-wide, so that pods of different fakes never share an address."""
+_ADDRESSES = 254 * 256 * 254
+"""127.1.0.1 to 127.254.255.254, in steps that skip each ``.0`` and ``.255``."""
+_POD_NUMBERS = itertools.count(secrets.randbelow(_ADDRESSES))
+"""Process-wide, so that pods of different fakes never share an address; from a random start,
+because every test process has a count of its own and their daemons share the host's ports."""
 
 
 def _container_status(container: Mapping[str, Any], state: Object, *, ready: bool = False) -> Object:
@@ -46,8 +50,8 @@ class FakeKubelet:
         self._tasks[key] = asyncio.create_task(self._run(pod))
 
     def _ip(self) -> str:
-        number = next(_POD_NUMBERS)
-        return f"127.77.{number // 250 % 250}.{number % 250 + 2}"
+        number = next(_POD_NUMBERS) % _ADDRESSES
+        return f"127.{number // (256 * 254) + 1}.{number // 254 % 256}.{number % 254 + 1}"
 
     async def _update(self, pod: Object, status: Mapping[str, Any]) -> None:
         pod["status"] = dict(pod.get("status") or {}) | dict(status)
