@@ -110,9 +110,9 @@ class InboxWatch:
         self._recheck = recheck
         self._subscription: Subscription | None = None
         self._heard = True
-        self._end = 0
         self._read_at = -math.inf
         self._last: tuple[int, list[StoredMessage]] = (-1, [])
+        """The last read's cursor and what it found."""
 
     async def start(self) -> None:
         nc = self._inbox.bus.nc
@@ -143,10 +143,11 @@ class InboxWatch:
             return await self._inbox.read_after(thread_id, cursor, limit=limit)
         now = asyncio.get_running_loop().time()
         if self._subscription is not None and not self._heard and now - self._read_at < self._recheck:
-            if cursor >= self._end:
+            read_cursor, read = self._last
+            if cursor >= (read[-1].seq if read else read_cursor):
                 return []
-            if cursor == self._last[0]:
-                return list(self._last[1])
+            if cursor == read_cursor:
+                return list(read)
         # Cleared before the read: a message heard while it runs is read again next time.
         self._heard = False
         try:
@@ -154,7 +155,6 @@ class InboxWatch:
         except BaseException:
             self._heard = True
             raise
-        self._end = found[-1].seq if found else cursor
         self._read_at = now
         self._last = (cursor, found)
         return list(found)

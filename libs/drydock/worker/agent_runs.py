@@ -406,6 +406,7 @@ class AgentRuns:
                 resume=thread.state is ThreadState.RUNNING,
                 model_calls=inputs.limits.model_calls,
                 settle=settle,
+                inbox=inbox,
             )
         finally:
             await usage.flush()
@@ -487,16 +488,14 @@ class AgentRuns:
             backend = await self._sandbox(scope)
         except BaseException:
             if found is not None:
-                found.cancel()
-                await asyncio.gather(found, return_exceptions=True)
+                await _dropped(found)
             raise
         if repository is None:
             return backend, None
         if found is not None:
             if backend is not last:
-                found.cancel()
-            [looked] = await asyncio.gather(found, return_exceptions=True)
-            if backend is last and isinstance(looked, Checkout):
+                await _dropped(found)
+            elif isinstance(looked := (await asyncio.gather(found, return_exceptions=True))[0], Checkout):
                 return backend, looked
         return backend, await self.checkouts.clone(backend, repository)
 
@@ -521,6 +520,7 @@ class AgentRuns:
         resume: bool,
         model_calls: int,
         settle: Callable[[], Awaitable[None]],
+        inbox: InboxWatch,
     ) -> tuple[int, Reached | None]:
         """Run the turn; the inbox cursor after it, and the spend limit it stopped at (if it did)."""
         values, stopped_by = await self._resumed(agent, context, config, events) if resume else (None, None)
@@ -528,7 +528,7 @@ class AgentRuns:
             # Nothing to resume (or the interrupted turn had in fact finished): a new turn begins.
             turn: dict[str, Any] = {"messages": []}
             if self.parts.spec.inbox_at_start:
-                turn = await self._opening_turn(config)
+                turn = await self._opening_turn(config, inbox)
                 if not turn["messages"]:
                     await events.emit(EventType.COMPLETED, summary="", skipped=True)
                     return int(turn["inbox_cursor"]), None
@@ -633,12 +633,12 @@ class AgentRuns:
         stopped_by = await self.stops.take(thread_id) if ran else None
         return (values if ran else None), stopped_by
 
-    async def _opening_turn(self, config: RunnableConfig) -> dict[str, Any]:
+    async def _opening_turn(self, config: RunnableConfig, inbox: InboxWatch) -> dict[str, Any]:
         """A new turn's input for a role without inbox middleware: the messages queued after the
         checkpoint's cursor, and the cursor after them (checkpointed with them, as the middleware
-        would)."""
+        would). Read through the run's watch, which has them from the run's start."""
         cursor = await self._saved_cursor(config)
-        queued = await self.inbox.read_after(config["configurable"]["thread_id"], cursor)
+        queued = await inbox.read_after(inbox.thread_id, cursor)
         messages = [
             HumanMessage(content=inbox_message_text(stored.message), id=inbox_message_id(stored.seq))
             for stored in queued
