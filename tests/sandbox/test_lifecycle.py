@@ -29,7 +29,7 @@ from drydock.sandbox.records import SandboxStore
 from drydock.sandbox.sentinel import CreationSentinel
 from drydock.sandbox.snapshots import SnapshotStore
 from drydock.threads.fields import SANDBOX_ID
-from drydock.threads.metadata import ThreadMetadataStore, ThreadNotFound
+from drydock.threads.metadata import ThreadMetadata, ThreadMetadataStore, ThreadNotFound
 from tests.sandbox.grants import GrantLedger
 from tests.waiting import eventually
 
@@ -302,6 +302,36 @@ class TestEnsureSandbox:
         again = await first_worker.ensure_sandbox(coder_thread)
         assert again.id == replacement.id != stale.id
         assert ledger.issued[0] in ledger.revoked
+
+    async def test_the_callers_read_of_the_metadata_stands_for_the_first_read(
+        self, make_manager: ManagerFactory, coder_thread: str, metadata: ThreadMetadataStore
+    ) -> None:
+        manager = make_manager()
+        first = await manager.ensure_sandbox(coder_thread)
+        read = await metadata.get(coder_thread)
+        reads = 0
+        original = manager.metadata.get
+
+        async def counted(thread_id: str) -> ThreadMetadata:
+            nonlocal reads
+            reads += 1
+            return await original(thread_id)
+
+        manager.metadata.get = counted  # type: ignore[method-assign]
+        assert await manager.ensure_sandbox(coder_thread, read=read) is first
+        assert reads == 0
+
+    async def test_a_read_the_sandbox_has_changed_since_is_corrected(
+        self, make_manager: ManagerFactory, coder_thread: str, metadata: ThreadMetadataStore
+    ) -> None:
+        first_worker, second_worker = make_manager(), make_manager()
+        stale = await first_worker.ensure_sandbox(coder_thread)
+        read = await metadata.get(coder_thread)
+        await kill_daemon(stale)
+        replacement = await second_worker.ensure_sandbox(coder_thread)
+        again = await first_worker.ensure_sandbox(coder_thread, read=read)
+        assert again.id == replacement.id != stale.id
+        assert await sandbox_field(metadata, coder_thread) == replacement.id
 
     async def test_the_git_identity_is_applied_again_on_every_ensure(
         self, make_manager: ManagerFactory, coder_thread: str

@@ -207,3 +207,43 @@ class TestHold:
                 exiting = loop.time()
         assert loop.time() - exiting < SHORT.total_seconds() / 3, "the exit waited for another renewal"
         assert await leases.acquire(thread_id, "b") is not None, "the lease was released"
+
+
+class TestHeldIndex:
+    async def test_the_block_starts_before_the_index_and_the_release_waits_for_it(
+        self, leases: Leases, redis: Redis, keys: Keys, thread_id: str
+    ) -> None:
+        writing = asyncio.Event()
+        real_index = leases.index
+
+        async def slow_index(lease: Lease) -> None:
+            writing.set()
+            await asyncio.sleep(0.2)
+            await real_index(lease)
+
+        leases.index = slow_index  # type: ignore[method-assign]
+        async with leases.hold(thread_id, "a"):
+            await writing.wait()
+            assert await redis.zscore(keys.leases_held(), thread_id) is None, "the block waited for the index"
+        await asyncio.sleep(0.3)
+        assert await redis.zscore(keys.leases_held(), thread_id) is None, "the index outlived the lease"
+
+    async def test_a_lease_held_through_its_block_is_indexed_by_expiry(
+        self, leases: Leases, redis: Redis, keys: Keys, thread_id: str
+    ) -> None:
+        async with leases.hold(thread_id, "a"):
+            await asyncio.sleep(0.05)
+            assert await redis.zscore(keys.leases_held(), thread_id) is not None
+
+    async def test_an_index_that_fails_does_not_stop_the_block(
+        self, leases: Leases, redis: Redis, keys: Keys, thread_id: str
+    ) -> None:
+        async def failing_index(lease: Lease) -> None:
+            raise ConnectionError("redis went away")
+
+        leases.index = failing_index  # type: ignore[method-assign]
+        ran = False
+        async with leases.hold(thread_id, "a"):
+            ran = True
+        assert ran
+        assert await leases.take(thread_id, "b") is not None, "the lease was released"

@@ -114,6 +114,28 @@ class TestExisting:
         await sh(backend, f"git clone -q {source} {backend.handle.workspace.rstrip('/')}/widgets")
         assert await checkouts.existing(backend, REPOSITORY) == await checkouts.clone(backend, REPOSITORY)
 
+    async def test_it_reads_files_and_runs_no_command(
+        self, backend: SandboxBackend, checkouts: Checkouts, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        source = await upstream(backend, branch="trunk")
+        await sh(backend, f"git clone -q {source} {backend.handle.workspace.rstrip('/')}/widgets")
+
+        async def no_command(*args: object, **kwargs: object) -> None:
+            raise AssertionError("a command ran")
+
+        monkeypatch.setattr(backend, "run", no_command)
+        monkeypatch.setattr(backend, "aexecute", no_command)
+        checkout = await checkouts.existing(backend, REPOSITORY)
+        assert checkout is not None
+        assert (checkout.default_branch, checkout.instructions) == ("trunk", GUIDE)
+
+    async def test_a_checkout_without_origin_head_is_left_to_clone(
+        self, backend: SandboxBackend, checkouts: Checkouts
+    ) -> None:
+        await sh(backend, f"git init -q {backend.handle.workspace.rstrip('/')}/widgets")
+        assert await checkouts.existing(backend, REPOSITORY) is None
+        assert (await checkouts.clone(backend, REPOSITORY)).default_branch is None
+
     async def test_a_missing_checkout_is_not_cloned(self, backend: SandboxBackend, checkouts: Checkouts) -> None:
         source = await upstream(backend, branch="develop")
         await sh(backend, f"git config --global url.{source}.insteadOf https://github.com/{REPOSITORY}.git")

@@ -518,7 +518,10 @@ class TestPreparation:
 
 async def hold_checkout(sandbox: SandboxBackend) -> None:
     """A checkout of ``acme/widgets`` in ``sandbox``, as an earlier run's clone left it."""
-    result = await sandbox.run(f"git init -q {sandbox.handle.workspace.rstrip('/')}/widgets")
+    path = f"{sandbox.handle.workspace.rstrip('/')}/widgets"
+    result = await sandbox.run(
+        f"git init -q {path} && git -C {path} symbolic-ref refs/remotes/origin/HEAD refs/remotes/origin/main"
+    )
     assert result.exit_code == 0, result.output
 
 
@@ -570,14 +573,14 @@ class TestCheckout:
             # Another process replaced the thread's sandbox; this one still holds the earlier one.
             replacement = await r.sandboxes.provider.create(thread.id)
             assert await r.metadata.compare_and_set(thread.id, SANDBOX_ID, expected=earlier.id, new=replacement.id)
-            read = r.sandboxes.metadata.get
+            ensure = r.sandboxes.ensure_sandbox
 
-            async def slow_read(thread_id: str) -> ThreadMetadata:
+            async def slow_ensure(thread_id: str, *, read: ThreadMetadata | None = None) -> SandboxBackend:
                 # The look into the earlier sandbox has its answer before the manager finds it replaced.
                 await asyncio.sleep(1)
-                return await read(thread_id)
+                return await ensure(thread_id, read=read)
 
-            r.sandboxes.metadata.get = slow_read  # type: ignore[method-assign]
+            r.sandboxes.ensure_sandbox = slow_ensure  # type: ignore[method-assign]
             await r.run(thread)
 
             # The replacement has no checkout, and without the credential proxy nothing can be cloned.

@@ -60,7 +60,7 @@ from drydock.sandbox.reaper import ReapReport, reap
 from drydock.sandbox.records import SandboxStore
 from drydock.sandbox.sentinel import CreationSentinel, CreatorHeartbeat
 from drydock.threads.fields import SANDBOX_ID
-from drydock.threads.metadata import ThreadMetadataStore, ThreadNotFound
+from drydock.threads.metadata import ThreadMetadata, ThreadMetadataStore, ThreadNotFound
 
 log = structlog.get_logger(__name__)
 
@@ -167,8 +167,10 @@ class SandboxManager:
         cached = self._cache.get(thread_id)
         return cached.backend if cached is not None else None
 
-    async def ensure_sandbox(self, thread_id: str) -> SandboxBackend:
-        """The thread's healthy sandbox, created, reconnected or recreated as needed.
+    async def ensure_sandbox(self, thread_id: str, *, read: ThreadMetadata | None = None) -> SandboxBackend:
+        """The thread's healthy sandbox, created, reconnected or recreated as needed; ``read``:
+        the thread's metadata as the caller just read it, which stands for the first read (a
+        sandbox id that has changed since fails the compare-and-set, and the field is read again).
 
         Raises :class:`~drydock.threads.metadata.ThreadNotFound` for a thread without metadata
         and a :class:`~drydock.sandbox.errors.SandboxError` (or :class:`GrantError`, or the
@@ -177,7 +179,7 @@ class SandboxManager:
         """
         async with self._thread_lock(thread_id):
             try:
-                entry, identity_applied = await self._ensure(thread_id)
+                entry, identity_applied = await self._ensure(thread_id, read)
                 if not identity_applied:
                     await self._apply_identity(entry)
             except ThreadNotFound:
@@ -211,11 +213,11 @@ class SandboxManager:
             if not lock.locked() and self._locks.get(thread_id) is lock:
                 del self._locks[thread_id]
 
-    async def _ensure(self, thread_id: str) -> tuple[_Cached, bool]:
+    async def _ensure(self, thread_id: str, read: ThreadMetadata | None) -> tuple[_Cached, bool]:
         """The thread's sandbox, and whether its git identity was already applied on the way."""
         deadline = time.monotonic() + self.settings.creation_timeout.total_seconds() + 10.0
         while True:
-            thread = await self.metadata.get(thread_id)
+            thread, read = read or await self.metadata.get(thread_id), None
             current, role, repository = thread.sandbox_id, thread.kind, thread.repository
             cached = self._cache.get(thread_id)
             if cached is not None and cached.backend.id != current:

@@ -21,6 +21,7 @@ import structlog
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from drydock.errors import describe
 from drydock.infra.lease import FencedLeases, keep_renewed, token
 from drydock.infra.redis import Keys
 
@@ -57,12 +58,20 @@ class Leases:
         self._leases = FencedLeases(redis, ttl=ttl)
 
     async def acquire(self, thread_id: str, owner: str) -> Lease | None:
-        """Take the lease if nobody holds it; ``None`` if someone does."""
+        """Take the lease if nobody holds it and index it; ``None`` if someone holds it."""
+        lease = await self.take(thread_id, owner)
+        if lease is not None:
+            await self.index(lease)
+        return lease
+
+    async def take(self, thread_id: str, owner: str) -> Lease | None:
+        """Take the lease if nobody holds it, not yet indexed (:meth:`index`); ``None`` if someone does."""
         fence = await self._leases.acquire(self._keys.lease(thread_id), self._keys.lease_fence(thread_id), owner)
-        if fence is None:
-            return None
-        await self._index(thread_id)
-        return Lease(thread_id, owner, fence)
+        return Lease(thread_id, owner, fence) if fence is not None else None
+
+    async def index(self, lease: Lease) -> None:
+        """Index the lease by its expiry, for the sweeper."""
+        await self._index(lease.thread_id)
 
     async def renew(self, lease: Lease) -> bool:
         """Extend the lease by its TTL; False if it is no longer ours."""
@@ -104,11 +113,12 @@ class HeldLease:
         self._lease: Lease | None = None
         self._task: asyncio.Task[object] | None = None
         self._renewer: asyncio.Task[None] | None = None
+        self._indexed: asyncio.Future[None] | None = None
         self.lost = False
         self._cancels = 0
 
     async def __aenter__(self) -> Lease:
-        lease = await self._leases.acquire(self._thread_id, self._owner)
+        lease = await self._leases.take(self._thread_id, self._owner)
         if lease is None:
             raise LeaseBusy(f"thread {self._thread_id} is leased by another worker")
         self._task = asyncio.current_task()
@@ -119,6 +129,9 @@ class HeldLease:
                 await self._leases.release(lease)
             raise asyncio.CancelledError
         self._lease = lease
+        # The block need not wait for the index: only the sweeper reads it, and a holder that
+        # dies before it is written is still covered by its wake's redelivery.
+        self._indexed = asyncio.ensure_future(self._leases.index(lease))
         self._renewer = asyncio.create_task(self._keep_renewed(lease), name=f"lease-renewer-{self._thread_id}")
         return lease
 
@@ -142,10 +155,14 @@ class HeldLease:
     ) -> bool:
         assert self._lease is not None
         assert self._renewer is not None
+        assert self._indexed is not None
         self._renewer.cancel()
         # Not ``await self._renewer`` under suppress(CancelledError): that would also swallow a
-        # cancellation of this task while it waits.
-        await asyncio.wait([self._renewer])
+        # cancellation of this task while it waits. The index is written before the release
+        # takes it out, or it would outlive the lease and the sweeper would wake the thread.
+        await asyncio.wait([self._renewer, self._indexed])
+        if (error := self._indexed.exception()) is not None:
+            log.warning("held lease not indexed", thread_id=self._thread_id, error=describe(error))
         if self.lost:
             if exc_type is None or (exc_type is asyncio.CancelledError and self._ours_only()):
                 raise LeaseLost(f"lease on thread {self._thread_id} lost") from None

@@ -233,7 +233,7 @@ class AgentRuns:
         # while the run's reads and budgets go by; a refused run drops both.
         async with (
             self._preloaded(config),
-            self._early_sandbox(scope) as early,
+            self._early_sandbox(scope, thread) as early,
             self._watched(scope.thread_id) as inbox,
         ):
             # Independent reads, in one wait: the run's accounts, and the inbox after its cursor
@@ -462,21 +462,24 @@ class AgentRuns:
 
     @contextlib.asynccontextmanager
     async def _early_sandbox(
-        self, scope: ThreadScope
+        self, scope: ThreadScope, thread: ThreadMetadata
     ) -> AsyncIterator[asyncio.Future[tuple[SandboxBackend, Checkout | None]] | None]:
         """The sandbox and checkout of :meth:`_sandbox_and_checkout`, started now if this process
         holds the thread's sandbox (None otherwise: a sandbox is created only once the run may
-        start); given up at the block's end unless taken."""
+        start), from the metadata the run has just read; given up at the block's end unless
+        taken."""
         if self.parts.sandboxes.cached(scope.thread_id) is None:
             yield None
             return
-        early = asyncio.ensure_future(self._sandbox_and_checkout(scope))
+        early = asyncio.ensure_future(self._sandbox_and_checkout(scope, read=thread))
         try:
             yield early
         finally:
             await _dropped(early)
 
-    async def _sandbox_and_checkout(self, scope: ThreadScope) -> tuple[SandboxBackend, Checkout | None]:
+    async def _sandbox_and_checkout(
+        self, scope: ThreadScope, *, read: ThreadMetadata | None = None
+    ) -> tuple[SandboxBackend, Checkout | None]:
         """The thread's sandbox and its checkout of the repository. A checkout the sandbox this
         process last held already has is looked for while that sandbox is checked, and taken
         only if the sandbox is still the thread's; otherwise it is cloned or checked once the
@@ -485,7 +488,7 @@ class AgentRuns:
         last = self.parts.sandboxes.cached(scope.thread_id)
         found = asyncio.ensure_future(self.checkouts.existing(last, repository)) if last and repository else None
         try:
-            backend = await self._sandbox(scope)
+            backend = await self._sandbox(scope, read)
         except BaseException:
             if found is not None:
                 await _dropped(found)
@@ -499,10 +502,10 @@ class AgentRuns:
                 return backend, looked
         return backend, await self.checkouts.clone(backend, repository)
 
-    async def _sandbox(self, scope: ThreadScope) -> SandboxBackend:
+    async def _sandbox(self, scope: ThreadScope, read: ThreadMetadata | None) -> SandboxBackend:
         sandboxes = self.parts.sandboxes
         try:
-            return await sandboxes.ensure_sandbox(scope.thread_id)
+            return await sandboxes.ensure_sandbox(scope.thread_id, read=read)
         except SandboxError:
             count = await sandboxes.failures.count(scope.thread_id)
             if count >= self.limits.sandbox_failures:

@@ -67,16 +67,16 @@ class Checkouts:
             log.warning("recording the checkout's changes failed", thread_id=thread_id, error=describe(error))
 
     async def existing(self, backend: SandboxBackend, repository: str) -> Checkout | None:
-        """The checkout of ``repository`` if the sandbox already holds one (None: it does not):
-        the command and download of :meth:`clone` without the clone, which needs no grant and
-        so may run before the sandbox is known to answer."""
+        """The checkout of ``repository`` if the sandbox's files alone show one with its default
+        branch (None otherwise, and :meth:`clone` decides): the remote's ``HEAD`` ref and the
+        ``AGENTS.md`` read as one download, with no command and no grant, so it may run before
+        the sandbox is known to answer."""
         path = _checkout_path(backend, repository)
-        result, downloaded = await asyncio.gather(
-            backend.run(_checkout_script(path, None), time_limit=60), backend.adownload_files([f"{path}/AGENTS.md"])
-        )
-        if result.exit_code != 0 or _ABSENT in result.output.splitlines():
+        head, agents_md = await backend.adownload_files([_origin_head(path), f"{path}/AGENTS.md"])
+        ref = (head.content or b"").decode(errors="replace").strip()
+        if not ref.startswith(_REF):
             return None
-        return _checkout(repository, path, result.output, downloaded[0].content)
+        return _checkout(repository, path, ref.removeprefix(_REF), agents_md.content)
 
     async def clone(self, backend: SandboxBackend, repository: str) -> Checkout:
         """Clone ``repository`` into the sandbox's workspace unless it is there (through the
@@ -110,48 +110,50 @@ class Checkouts:
             if _CLONED not in result.output.splitlines() and agents_md.exception() is None
             else await backend.adownload_files([f"{path}/AGENTS.md"])
         )[0]
-        return _checkout(repository, path, result.output, downloaded.content)
+        return _checkout(repository, path, _branch_printed(result.output), downloaded.content)
 
 
 _CLONED = "drydock: cloned"
-_ABSENT = "drydock: no checkout"
 _BRANCH = "drydock: default branch "
+_REF = "ref: refs/remotes/"
 
 
 def _checkout_path(backend: SandboxBackend, repository: str) -> str:
     return f"{backend.handle.workspace.rstrip('/')}/{repository.rsplit('/', 1)[-1]}"
 
 
-def _checkout(repository: str, path: str, output: str, agents_md: bytes | None) -> Checkout:
-    """The checkout from the output of :func:`_checkout_script` and the content of its AGENTS.md."""
-    default_branch = next(
-        (line.removeprefix(_BRANCH) for line in reversed(output.splitlines()) if line.startswith(_BRANCH)), ""
-    ).removeprefix("origin/")
+def _origin_head(path: str) -> str:
+    return f"{path}/.git/refs/remotes/origin/HEAD"
+
+
+def _branch_printed(output: str) -> str:
+    """The remote's default branch as :func:`_checkout_script` printed it (empty when unknown)."""
+    return next((line.removeprefix(_BRANCH) for line in reversed(output.splitlines()) if line.startswith(_BRANCH)), "")
+
+
+def _checkout(repository: str, path: str, remote_branch: str, agents_md: bytes | None) -> Checkout:
+    """The checkout at ``path``, from its remote default branch (``origin/NAME``) and the content
+    of its AGENTS.md."""
+    default_branch = remote_branch.removeprefix("origin/")
     instructions = agents_md.decode(errors="replace") if agents_md is not None else None
     return Checkout(repository=repository, path=path, default_branch=default_branch or None, instructions=instructions)
 
 
-def _checkout_script(path: str, url: str | None) -> str:
-    """Clone unless ``path`` holds a checkout (without ``url``: say there is none, and stop), then
-    print the default branch (``origin/NAME``, empty when unknown). The files backend keeps the
-    symbolic ref ``origin/HEAD`` as a file of one line (``ref: refs/remotes/origin/NAME``; never
-    packed), which the shell reads itself; only without that file (another ref backend) does
-    git answer."""
+def _checkout_script(path: str, url: str) -> str:
+    """Clone unless ``path`` holds a checkout, then print the default branch (``origin/NAME``,
+    empty when unknown). The files backend keeps the symbolic ref ``origin/HEAD`` as a file of
+    one line (``ref: refs/remotes/origin/NAME``; never packed), which the shell reads itself;
+    only without that file (another ref backend) does git answer."""
     where = shlex.quote(path)
-    head = shlex.quote(f"{path}/.git/refs/remotes/origin/HEAD")
-    missing = (
-        f"git clone --quiet {shlex.quote(url)} {where}; echo '{_CLONED}'"
-        if url is not None
-        else f"echo '{_ABSENT}'; exit 0"
-    )
+    head = shlex.quote(_origin_head(path))
     return "\n".join(
         [
             "set -e",
-            f"if [ ! -d {where}/.git ]; then {missing}; fi",
+            f"if [ ! -d {where}/.git ]; then git clone --quiet {shlex.quote(url)} {where}; echo '{_CLONED}'; fi",
             "head=''",
             f"if [ -f {head} ]; then read -r head < {head} || true; fi",
             'case "$head" in',
-            "  'ref: refs/remotes/'*) branch=\"${head#ref: refs/remotes/}\" ;;",
+            f"  '{_REF}'*) branch=\"${{head#{_REF}}}\" ;;",
             f"  *) branch=$(git -C {where} symbolic-ref --quiet --short refs/remotes/origin/HEAD || true) ;;",
             "esac",
             f'echo "{_BRANCH}$branch"',
