@@ -37,6 +37,7 @@ from nats.aio.msg import Msg
 from drydock.bus import EventType, RunEvent
 from drydock.bus.streams import EVENTS_STREAM
 from drydock.bus.subjects import EVENT
+from drydock.config import LeaseSettings, NatsSettings, WorkerSettings
 from drydock.threads import ids
 from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, pipeline, sandbox_processes
 from tests.e2e.test_github_issue import mention
@@ -55,6 +56,12 @@ WARMUP = 5
 """Runs before the measured ones."""
 BATCH = 25
 """Webhooks delivered at once."""
+HEARTBEAT, LEASE_TTL, ACK_WAIT = (
+    duration.total_seconds()
+    for duration in (WorkerSettings().heartbeat, LeaseSettings().ttl, NatsSettings().run_ack_wait)
+)
+"""A deployment's defaults: in-progress acknowledgements every 15 s, a lease of 30 s renewed every
+10 s, an ack wait of 60 s."""
 
 
 def responder() -> Responder:
@@ -191,12 +198,13 @@ async def phase(root: Path, count: int) -> Phase:
         responder=responder(),
         model_latency=MODEL_LATENCY,
         in_process_worker=False,
-        worker={"concurrency": count},
         sandbox={"creation_timeout": 900, "ready_timeout": 300},
         # The defaults of a deployment, not the pipeline's short ones for tests: at the start of
-        # hundreds of runs on two shared cores a 5 s lease lapses between renewals.
-        lease={"ttl": 30},
-        nats={"run_ack_wait": 60},
+        # hundreds of runs on two shared cores a 5 s lease lapses between renewals, and an
+        # in-progress acknowledgement every second per run is work no deployment does.
+        worker={"concurrency": count, "heartbeat": HEARTBEAT},
+        lease={"ttl": LEASE_TTL},
+        nats={"run_ack_wait": ACK_WAIT},
     ) as stage:
         available_before = available_kib()
         worker = await stage.start_worker_process(name=f"worker-{count}")

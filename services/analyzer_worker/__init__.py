@@ -5,6 +5,7 @@ scheduled continual refinement; DESIGN.md section 6)."""
 from __future__ import annotations
 
 from drydock import model_catalog
+from drydock.infra.collector import freeze_startup_objects
 from drydock.runtime import Runtime
 from drydock.services import Service
 from drydock.worker.agent_worker import agent_worker
@@ -13,6 +14,7 @@ from drydock.worker.roles.analyzer import SPEC
 
 async def run(runtime: Runtime) -> None:
     async with agent_worker(runtime, SPEC) as worker:
+        freeze_startup_objects()
         await worker.run()
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from drydock import model_catalog
+from drydock.infra.collector import freeze_startup_objects
 from drydock.runtime import Runtime
 from drydock.services import Service
 from drydock.worker.agent_worker import agent_worker
@@ -12,6 +13,7 @@ from drydock.worker.roles.coder import SPEC
 
 async def run(runtime: Runtime) -> None:
     async with agent_worker(runtime, SPEC) as worker:
+        freeze_startup_objects()
         await worker.run()
 
 
