@@ -14,6 +14,9 @@ ingress, credential proxy, coder worker, local sandboxes, the scripted model):
    target p50 < 100 ms and at most 1.5 times the floor;
 3. 200 concurrent threads through one worker process with a 200 ms model: every run completes,
    nothing is lost; throughput and the worker's memory per active run.
+
+``pdm run bench coder`` (``BENCH_CODER_PARTS=steps``: parts 1 and 2 alone; ``threads``: part 3
+alone)
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
+import os
 import statistics
 import tempfile
 import time
@@ -459,7 +463,13 @@ async def concurrent_threads(root: Path) -> None:
         )
 
 
+PARTS = {"steps": steps_and_warm_webhooks, "threads": concurrent_threads}
+
+
 async def main() -> None:
+    chosen = [name.strip() for name in os.environ.get("BENCH_CODER_PARTS", ",".join(PARTS)).split(",") if name.strip()]
+    if unknown := sorted(set(chosen) - set(PARTS)):
+        raise SystemExit(f"BENCH_CODER_PARTS: unknown part(s) {', '.join(unknown)}; available: {', '.join(PARTS)}")
     with tempfile.TemporaryDirectory(prefix="bench-coder-") as scratch:
-        await steps_and_warm_webhooks(Path(scratch) / "steps")
-        await concurrent_threads(Path(scratch) / "threads")
+        for name in chosen:
+            await PARTS[name](Path(scratch) / name)
