@@ -387,9 +387,7 @@ class AgentRuns:
         run_config = with_inputs(config, inputs)
         agent = parts.factory(run_config)
         context = run_context(parts.spec.graph, run_config)
-        await events.emit(
-            EventType.STARTED, model=resolved.id, effort=resolved.effort, sandbox_id=backend.id, fence=fence
-        )
+        await events.begin(model=resolved.id, effort=resolved.effort, sandbox_id=backend.id, fence=fence)
 
         async def settle() -> None:
             if checkout is not None and parts.spec.changes:

@@ -27,10 +27,11 @@ PENDING_EVENTS = 64
 class RunEvents:
     """Publishes a run's events on ``drydock.event.{thread}.{type}``.
 
-    The events of each step (model and tool calls) are published without waiting for their
-    acknowledgements, which are awaited before the next acknowledged event (a run's start and
-    end) or once :data:`PENDING_EVENTS` are outstanding: a step does not wait for a round trip
-    per event, and a run does not end before its events are stored.
+    The run's start and the events of each step (model and tool calls) are published without
+    waiting for their acknowledgements, which are awaited before the next acknowledged event (a
+    run's end) or once :data:`PENDING_EVENTS` are outstanding: neither the run's first model call
+    nor a step waits for a round trip per event, and a run does not end before its events are
+    stored.
     """
 
     def __init__(
@@ -54,6 +55,16 @@ class RunEvents:
         await self.acknowledged()
         event = self._event(type, data)
         await self._bus.emit(event)
+        if self._states is not None:
+            await self._states.observe(event)
+
+    async def begin(self, **data: Any) -> None:
+        """The run's ``started`` event: the thread's state is set before this returns (a run that
+        dies from here on is resumed mid-turn), the event's acknowledgement is awaited with the
+        steps' events, before the run's end."""
+        await self.acknowledged()
+        event = self._event(EventType.STARTED, data)
+        self._pending.append(await self._bus.emit_soon(event))
         if self._states is not None:
             await self._states.observe(event)
 
