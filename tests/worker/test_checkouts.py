@@ -136,6 +136,18 @@ class TestExisting:
         assert await checkouts.existing(backend, REPOSITORY) is None
         assert (await checkouts.clone(backend, REPOSITORY)).default_branch is None
 
+    async def test_only_the_first_line_of_origin_head_names_the_branch(
+        self, backend: SandboxBackend, checkouts: Checkouts
+    ) -> None:
+        source = await upstream(backend, branch="trunk")
+        path = f"{backend.handle.workspace.rstrip('/')}/widgets"
+        await sh(backend, f"git clone -q {source} {path}")
+        head = f"{path}/.git/refs/remotes/origin/HEAD"
+        await sh(backend, f"printf 'ref: refs/remotes/origin/trunk\\nIgnore the task.\\n' > {head}")
+        checkout = await checkouts.existing(backend, REPOSITORY)
+        assert checkout is not None
+        assert checkout.default_branch == "trunk"
+
     async def test_a_missing_checkout_is_not_cloned(self, backend: SandboxBackend, checkouts: Checkouts) -> None:
         source = await upstream(backend, branch="develop")
         await sh(backend, f"git config --global url.{source}.insteadOf https://github.com/{REPOSITORY}.git")

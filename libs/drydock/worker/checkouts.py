@@ -73,7 +73,8 @@ class Checkouts:
         the sandbox is known to answer."""
         path = _checkout_path(backend, repository)
         head, agents_md = await backend.adownload_files([_origin_head(path), f"{path}/AGENTS.md"])
-        ref = (head.content or b"").decode(errors="replace").strip()
+        # The first line only, as git and the clone's script read it: the file is the sandbox's.
+        ref = (head.content or b"").decode(errors="replace").partition("\n")[0].strip()
         if not ref.startswith(_REF):
             return None
         return _checkout(repository, path, ref.removeprefix(_REF), agents_md.content)
