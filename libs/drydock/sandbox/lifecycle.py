@@ -217,7 +217,8 @@ class SandboxManager:
         """The thread's sandbox, and whether its git identity was already applied on the way."""
         deadline = time.monotonic() + self.settings.creation_timeout.total_seconds() + 10.0
         while True:
-            thread, read = read or await self.metadata.get(thread_id), None
+            thread = read or await self.metadata.get(thread_id)
+            read = None
             current, role, repository = thread.sandbox_id, thread.kind, thread.repository
             cached = self._cache.get(thread_id)
             if cached is not None and cached.backend.id != current:
