@@ -6,12 +6,14 @@ from typing import Annotated, TypedDict
 
 import pytest
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.serde.types import ERROR
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph_checkpoint_plainredis import AsyncRedisSaver
 from redis.asyncio import Redis
 
-from drydock.checkpoints import build_checkpointer, open_checkpointer
+from drydock.checkpoints import DrydockRedisSaver, build_checkpointer, open_checkpointer
 from drydock.config import RedisSettings, Settings
 from drydock.infra.redis import Keys, StoreUnavailable
 
@@ -60,3 +62,18 @@ class TestCheckpointer:
                 build_checkpointer(client, Keys("x"))
         finally:
             await client.aclose()
+
+
+class TestPendingWrites:
+    async def test_a_tasks_regular_write_keeps_its_first_value_and_an_error_its_last(
+        self, checkpointer: DrydockRedisSaver, thread_id: str
+    ) -> None:
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        stored = await checkpointer.aput(config, empty_checkpoint(), {"source": "input", "step": -1}, {})
+        await checkpointer.aput_writes(stored, [("seen", "first"), (ERROR, "first failure")], "task")
+        await checkpointer.aput_writes(stored, [("seen", "again"), (ERROR, "second failure")], "task")
+
+        loaded = await checkpointer.aget_tuple(stored)
+
+        assert loaded is not None
+        assert sorted(loaded.pending_writes or []) == [("task", ERROR, "second failure"), ("task", "seen", "first")]
