@@ -7,7 +7,7 @@ import time, and a worker is ready to take wakes before it needs them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.language_models import LanguageModelInput
@@ -18,7 +18,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_openai import ChatOpenAI
 from langchain_openai.chat_models.base import _TOOL_EXTRAS_PASSTHROUGH
 
-from drydock.models import tool_identity
+from drydock.models import SchemaDerived
 
 
 class DrydockChatOpenAI(ChatOpenAI):
@@ -86,22 +86,18 @@ def _plain_system(message: BaseMessage) -> BaseMessage:
     return message.model_copy(update={"content": "".join(texts)})
 
 
-_TOOL_SCHEMAS: dict[Hashable, tuple[Any, dict[str, Any]]] = {}
-_TOOL_SCHEMAS_BOUND = 4096
+_TOOL_SCHEMAS: SchemaDerived[dict[str, Any]] = SchemaDerived()
 
 
 def _openai_tool(tool: Any, strict: bool | None) -> Any:
     if not isinstance(tool, BaseTool):
         return tool
-    key = (tool_identity(tool), strict)
-    known = _TOOL_SCHEMAS.get(key)
-    if known is None:
-        if len(_TOOL_SCHEMAS) >= _TOOL_SCHEMAS_BOUND:
-            _TOOL_SCHEMAS.clear()
-        formatted = convert_to_openai_tool(tool, strict=strict)
-        for extra in _TOOL_EXTRAS_PASSTHROUGH:
-            if isinstance(tool.extras, dict) and extra in tool.extras:
-                formatted[extra] = tool.extras[extra]
-        # The schema object is kept so that its id, part of the key, is not reused.
-        known = _TOOL_SCHEMAS[key] = (tool.args_schema, formatted)
-    return known[1]
+    return _TOOL_SCHEMAS.get(tool, lambda: _converted(tool, strict), strict)
+
+
+def _converted(tool: BaseTool, strict: bool | None) -> dict[str, Any]:
+    formatted = convert_to_openai_tool(tool, strict=strict)
+    for extra in _TOOL_EXTRAS_PASSTHROUGH:
+        if isinstance(tool.extras, dict) and extra in tool.extras:
+            formatted[extra] = tool.extras[extra]
+    return formatted

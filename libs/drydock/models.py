@@ -21,8 +21,8 @@ checks the layers of one run.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from langchain_core.tools import BaseTool
 from pydantic import SecretStr
@@ -55,6 +55,7 @@ __all__ = [
     "Models",
     "ReasoningEffort",
     "ResolvedModel",
+    "SchemaDerived",
     "tool_identity",
 ]
 
@@ -66,6 +67,30 @@ def tool_identity(tool: BaseTool) -> Hashable:
     """What a tool's schema depends on. Each run builds its tools anew, but over the same
     argument schema objects, so the tool's own identity would never match."""
     return (type(tool), tool.name, tool.description, id(tool.args_schema), repr(tool.extras))
+
+
+T = TypeVar("T")
+
+
+class SchemaDerived(Generic[T]):
+    """What a process derives from tools' schemas, kept by :func:`tool_identity` (plus the
+    caller's qualifiers) so that each run's new tools find it: deriving it anew for every run
+    (a JSON schema through pydantic, or the subset model ``tool_call_schema`` builds) is
+    dearer than the step that needs it. Each entry keeps its tool's schema object, so that the
+    id in its key is not reused; at ``bound`` entries all are dropped."""
+
+    def __init__(self, bound: int = 4096) -> None:
+        self._bound = bound
+        self._known: dict[Hashable, tuple[object, T]] = {}
+
+    def get(self, tool: BaseTool, derive: Callable[[], T], *qualifiers: Hashable) -> T:
+        key = (tool_identity(tool), *qualifiers)
+        known = self._known.get(key)
+        if known is None:
+            if len(self._known) >= self._bound:
+                self._known.clear()
+            known = self._known[key] = (tool.args_schema, derive())
+        return known[1]
 
 
 class Models:

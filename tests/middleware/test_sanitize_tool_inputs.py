@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage, ToolMessage
-from langchain_core.tools import tool
+from langchain_core.tools import BaseTool, StructuredTool, tool
+from pydantic import BaseModel
 
+import drydock.middleware.sanitize_tool_inputs as sanitize
 from drydock.middleware.sanitize_tool_inputs import SanitizeToolInputs
 from drydock.middleware.tool_errors import ToolErrorsAsMessages
 from drydock.redaction import Redactor
@@ -157,3 +160,32 @@ class TestSecretsInOutboundTools:
 
         assert ran == [f"grep -r {self.TOKEN} ."]
         assert sent == ["The bot token is [redacted: Slack token], and here: `[redacted: Slack token]`"]
+
+
+class TestRequiredArguments:
+    def test_each_runs_new_tools_over_one_schema_are_read_once(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        class Command(BaseModel):
+            command: str
+            retries: int = 3
+
+        async def run(command: str, retries: int = 3) -> str:
+            return command
+
+        read: list[str] = []
+        original = sanitize._read_required
+
+        def counting(tool: BaseTool) -> frozenset[str] | None:
+            read.append(tool.name)
+            return original(tool)
+
+        monkeypatch.setattr(sanitize, "_read_required", counting)
+        required = [
+            # Each run builds its tools anew, over the same argument schema.
+            sanitize._required(
+                StructuredTool.from_function(coroutine=run, name=name, description="Run.", args_schema=Command)
+            )
+            for name in ("execute", "execute", "run")
+        ]
+
+        assert required == [frozenset({"command"})] * 3
+        assert read == ["execute", "run"]

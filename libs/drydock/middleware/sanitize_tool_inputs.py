@@ -32,6 +32,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 from pydantic import BaseModel
 
+from drydock.models import SchemaDerived
 from drydock.redaction import Redactor
 
 INTERNAL_TOOLS = frozenset(
@@ -121,14 +122,23 @@ def _clean(value: object) -> object:
     return value
 
 
-def _required(tool: BaseTool) -> set[str] | None:
+def _required(tool: BaseTool) -> frozenset[str] | None:
     """The tool's required arguments; None when its schema is of a kind we cannot read."""
+    return _REQUIRED.get(tool, lambda: _read_required(tool))
+
+
+def _read_required(tool: BaseTool) -> frozenset[str] | None:
+    # ``tool_call_schema`` builds a pydantic model the first time each tool instance is asked,
+    # and every run has new instances: about a millisecond on each run's first call of a tool.
     schema = tool.tool_call_schema
     if isinstance(schema, dict):
-        return set(schema.get("required", []))
+        return frozenset(schema.get("required", []))
     if issubclass(schema, BaseModel):
-        return {name for name, spec in schema.model_fields.items() if spec.is_required()}
+        return frozenset(name for name, spec in schema.model_fields.items() if spec.is_required())
     return None
+
+
+_REQUIRED: SchemaDerived[frozenset[str] | None] = SchemaDerived()
 
 
 class SanitizeToolInputs(AgentMiddleware[AgentState[Any], Any, Any]):
