@@ -75,9 +75,10 @@ T = TypeVar("T")
 class SchemaDerived(Generic[T]):
     """What a process derives from tools' schemas, kept by :func:`tool_identity` (plus the
     caller's qualifiers) so that each run's new tools find it: deriving it anew for every run
-    (a JSON schema through pydantic, or the subset model ``tool_call_schema`` builds) is
-    dearer than the step that needs it. Each entry keeps its tool's schema object, so that the
-    id in its key is not reused; at ``bound`` entries all are dropped."""
+    (a JSON schema through pydantic, or the subset model ``tool_call_schema`` builds) cost
+    about a millisecond per tool, a large share of the step that needed it. Each entry keeps its
+    tool's schema object, so that the id in its key is not reused; at ``bound`` entries all are
+    dropped."""
 
     def __init__(self, bound: int = 4096) -> None:
         self._bound = bound
