@@ -6,7 +6,7 @@ from typing import Any
 
 import openai
 import pytest
-from langchain_core.messages import AIMessageChunk, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, SecretStr
@@ -332,18 +332,18 @@ class TestToolBinding:
 
 
 class TestSystemMessage:
-    async def _sent_system(self, system: SystemMessage) -> Any:
+    async def _sent(self, *messages: BaseMessage) -> list[dict[str, Any]]:
         async with ScriptedModelServer(Script().reply("ok")) as server:
             models = Models(ModelSettings(base_url=server.base_url, api_key=SecretStr("k")))
-            await models.chat_model(models.default).ainvoke([system, HumanMessage("hi")])
-        return server.requests[0].messages[0]
+            await models.chat_model(models.default).ainvoke(list(messages))
+        return server.requests[0].messages
 
     async def test_plain_text_blocks_are_sent_as_the_string_they_spell(self) -> None:
         system = SystemMessage(
             content_blocks=[{"type": "text", "text": "You are the coder."}, {"type": "text", "text": "\n\nTodos."}]
         )
 
-        sent = await self._sent_system(system)
+        sent, _ = await self._sent(system, HumanMessage("hi"))
 
         assert sent == {"role": "system", "content": "You are the coder.\n\nTodos."}
 
@@ -351,17 +351,15 @@ class TestSystemMessage:
         breakpoint_block: Any = {"type": "text", "text": "\n\nCached.", "extras": {"prompt_cache_breakpoint": True}}
         system = SystemMessage(content_blocks=[{"type": "text", "text": "You are the coder."}, breakpoint_block])
 
-        sent = await self._sent_system(system)
+        sent, _ = await self._sent(system, HumanMessage("hi"))
 
         assert isinstance(sent["content"], list)
         assert [block["text"] for block in sent["content"]] == ["You are the coder.", "\n\nCached."]
 
     async def test_other_messages_are_sent_as_given(self) -> None:
-        async with ScriptedModelServer(Script().reply("ok")) as server:
-            models = Models(ModelSettings(base_url=server.base_url, api_key=SecretStr("k")))
-            human = HumanMessage(content_blocks=[{"type": "text", "text": "a"}, {"type": "text", "text": "b"}])
-            await models.chat_model(models.default).ainvoke([SystemMessage("plain"), human])
+        human = HumanMessage(content_blocks=[{"type": "text", "text": "a"}, {"type": "text", "text": "b"}])
 
-        system, user = server.requests[0].messages
+        system, user = await self._sent(SystemMessage("plain"), human)
+
         assert system == {"role": "system", "content": "plain"}
         assert user["content"] == [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]

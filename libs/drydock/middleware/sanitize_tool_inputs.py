@@ -122,11 +122,6 @@ def _clean(value: object) -> object:
     return value
 
 
-def _required(tool: BaseTool) -> frozenset[str] | None:
-    """The tool's required arguments; None when its schema is of a kind we cannot read."""
-    return _REQUIRED.get(tool, lambda: _read_required(tool))
-
-
 def _read_required(tool: BaseTool) -> frozenset[str] | None:
     # ``tool_call_schema`` builds a pydantic model the first time each tool instance is asked,
     # and every run has new instances: about a millisecond on each run's first call of a tool.
@@ -139,6 +134,11 @@ def _read_required(tool: BaseTool) -> frozenset[str] | None:
 
 
 _REQUIRED: SchemaDerived[frozenset[str] | None] = SchemaDerived()
+
+
+def _required(tool: BaseTool) -> frozenset[str] | None:
+    """The tool's required arguments; None when its schema is of a kind we cannot read."""
+    return _REQUIRED.get(tool, lambda: _read_required(tool))
 
 
 class SanitizeToolInputs(AgentMiddleware[AgentState[Any], Any, Any]):
