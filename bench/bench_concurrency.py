@@ -20,6 +20,12 @@ time per run) about a hundred runs are in progress at once whatever N; the memor
 is taken over the runs in progress at the RSS peak. ``BENCH_CONCURRENCY_SEARCHES`` lengthens
 the runs (100 make every run of N=300 overlap here, at 200 s of model time each).
 
+What the control plane serves for these runs, from the servers themselves: the commands Valkey
+executed (``INFO commandstats``, a script's own commands counted with it) and the messages
+JetStream stored (every stream's last sequence), per run, per model call and per second of a run
+in progress. The pipeline's other parts (the ingress, the credential proxy) count with the worker:
+these are what a thread costs the installation, not the worker alone.
+
 ``pdm run bench concurrency`` (``BENCH_CONCURRENCY_COUNTS=50,150``: other counts)
 """
 
@@ -29,6 +35,7 @@ import asyncio
 import os
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -164,6 +171,25 @@ async def all_completed(stage: Stage, threads: set[str], *, within: float, progr
         await asyncio.sleep(2)
 
 
+@dataclass(frozen=True)
+class Traffic:
+    """Counters of the control plane: commands Valkey executed, by name, and messages each
+    JetStream stream stored."""
+
+    commands: Counter[str]
+    stored: Counter[str]
+
+    def __sub__(self, earlier: Traffic) -> Traffic:
+        return Traffic(self.commands - earlier.commands, self.stored - earlier.stored)
+
+
+async def traffic(stage: Stage) -> Traffic:
+    stats = await stage.runtime.redis.info("commandstats")
+    commands = Counter({str(name).removeprefix("cmdstat_"): int(entry["calls"]) for name, entry in stats.items()})
+    streams = await stage.runtime.bus.js.streams_info()
+    return Traffic(commands, Counter({info.config.name or "": info.state.last_seq for info in streams}))
+
+
 @dataclass
 class Phase:
     count: int
@@ -180,6 +206,9 @@ class Phase:
     sandboxes: int
     sandbox_pss_kib: int
     available_before_kib: int
+    traffic: Traffic
+    run_seconds: float
+    """The runs' durations summed, from each one's start to its end (events)."""
 
     @property
     def kib_per_run(self) -> float:
@@ -217,20 +246,24 @@ async def phase(root: Path, count: int) -> Phase:
         await all_completed(stage, {thread_of(n) for n in warm}, within=600)
         if worker.returncode is not None:
             raise RuntimeError(f"the worker exited with {worker.returncode}: see {root}/worker-{count}.log")
-        running: set[str] = set()
+        running: dict[str, float] = {}
         most_running = 0
+        run_seconds = 0.0
 
         async def on_event(message: Msg) -> None:
-            nonlocal most_running
+            nonlocal most_running, run_seconds
             event = RunEvent.model_validate_json(message.data)
             if event.type is EventType.STARTED:
-                running.add(event.thread_id)
+                running[event.thread_id] = time.monotonic()
                 most_running = max(most_running, len(running))
             elif event.type in {EventType.COMPLETED, EventType.ERROR, EventType.STEP_LIMIT}:
-                running.discard(event.thread_id)
+                began = running.pop(event.thread_id, None)
+                if began is not None:
+                    run_seconds += time.monotonic() - began
 
         await stage.runtime.nats.subscribe(f"{EVENT}.*.*", cb=on_event)
         idle = status_kib(worker.pid, "VmRSS")
+        traffic_before = await traffic(stage)
         cpu_before = cpu_seconds(worker.pid)
         requests_before = len(stage.model.requests)
         peak = idle
@@ -279,6 +312,7 @@ async def phase(root: Path, count: int) -> Phase:
         failed = (await ended(stage, EventType.ERROR) | await ended(stage, EventType.STEP_LIMIT)) & threads
         seconds = time.perf_counter() - started
         used = cpu_seconds(worker.pid) - cpu_before
+        served = await traffic(stage) - traffic_before
         activity = activity_of(stage.github.state)
         replied = sum(
             any(REPLY in comment.body and comment.login != MEMBER for comment in activity.comments_on(REPOSITORY, n))
@@ -299,6 +333,8 @@ async def phase(root: Path, count: int) -> Phase:
             sandboxes=sandboxes_peak,
             sandbox_pss_kib=sandbox_pss,
             available_before_kib=available_before,
+            traffic=served,
+            run_seconds=run_seconds,
         )
 
 
@@ -331,6 +367,19 @@ def report(result: Phase) -> None:
         f"{result.available_before_kib / 1024:.0f} MiB, room for about {holds:.0f} such sandboxes",
         flush=True,
     )
+    for name, counts, unit in (
+        ("Valkey", result.traffic.commands, "commands (a script's own commands counted with it)"),
+        ("JetStream", result.traffic.stored, "messages stored"),
+    ):
+        total = sum(counts.values())
+        most = ", ".join(f"{key} {count}" for key, count in counts.most_common(6))
+        print(
+            f"  {name}: {total} {unit}: {total / max(result.count, 1):.1f} per run, "
+            f"{total / max(result.model_calls, 1):.2f} per model call, "
+            f"{total / max(result.run_seconds, 1e-9):.2f} per second of a run in progress "
+            f"({result.run_seconds:.0f} run-seconds); most: {most}",
+            flush=True,
+        )
 
 
 async def main() -> None:
