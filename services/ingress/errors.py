@@ -16,7 +16,7 @@ class Rejected(Exception):
 
 
 class Unavailable(Exception):
-    """NATS or Redis cannot take the delivery now: 503, so the sender retries."""
+    """NATS or Redis cannot take the delivery now: 503 with ``Retry-After``, for the sender's retry."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
