@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import tempfile
 from datetime import timedelta
 from pathlib import Path
@@ -247,3 +248,38 @@ class TestHeldIndex:
             ran = True
         assert ran
         assert await leases.take(thread_id, "b") is not None, "the lease was released"
+
+    async def test_an_index_that_fails_after_its_holder_was_cancelled_is_still_retrieved(
+        self, leases: Leases, thread_id: str
+    ) -> None:
+        indexing = asyncio.Event()
+
+        async def slow_failing_index(lease: Lease) -> None:
+            indexing.set()
+            await asyncio.sleep(0.1)
+            raise ConnectionError("redis went away")
+
+        leases.index = slow_failing_index  # type: ignore[method-assign]
+
+        async def hold_briefly() -> None:
+            async with leases.hold(thread_id, "a"):
+                pass
+
+        holder = asyncio.create_task(hold_briefly())
+        await indexing.wait()
+        await asyncio.sleep(0.02)
+        # Cancelled while its exit waits for the index: the exit never reads the index's error.
+        holder.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await holder
+        await asyncio.sleep(0.2)
+        loop = asyncio.get_running_loop()
+        unretrieved: list[dict[str, object]] = []
+        previous = loop.get_exception_handler()
+        loop.set_exception_handler(lambda _, context: unretrieved.append(context))
+        try:
+            del holder
+            gc.collect()
+        finally:
+            loop.set_exception_handler(previous)
+        assert not unretrieved, [context.get("message") for context in unretrieved]

@@ -132,6 +132,8 @@ class HeldLease:
         # The block need not wait for the index: only the sweeper reads it, and a holder that
         # dies before it is written is still covered by its wake's redelivery.
         self._indexed = asyncio.ensure_future(self._leases.index(lease))
+        # Read by a callback, not by the exit: an exit cancelled while it waits never reads it.
+        self._indexed.add_done_callback(self._log_unindexed)
         self._renewer = asyncio.create_task(self._keep_renewed(lease), name=f"lease-renewer-{self._thread_id}")
         return lease
 
@@ -161,8 +163,6 @@ class HeldLease:
         # cancellation of this task while it waits. The index is written before the release
         # takes it out, or it would outlive the lease and the sweeper would wake the thread.
         await asyncio.wait([self._renewer, self._indexed])
-        if (error := self._indexed.exception()) is not None:
-            log.warning("held lease not indexed", thread_id=self._thread_id, error=describe(error))
         if self.lost:
             if exc_type is None or (exc_type is asyncio.CancelledError and self._ours_only()):
                 raise LeaseLost(f"lease on thread {self._thread_id} lost") from None
@@ -170,6 +170,10 @@ class HeldLease:
         with contextlib.suppress(RedisError, OSError):
             await self._leases.release(self._lease)
         return False
+
+    def _log_unindexed(self, indexed: asyncio.Future[None]) -> None:
+        if not indexed.cancelled() and (error := indexed.exception()) is not None:
+            log.warning("held lease not indexed", thread_id=self._thread_id, error=describe(error))
 
     def _ours_only(self) -> bool:
         """Whether every cancellation the task got was this lease's: then it ends as :class:`LeaseLost`."""
