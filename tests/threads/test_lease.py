@@ -6,6 +6,7 @@ import gc
 import tempfile
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis
@@ -252,33 +253,37 @@ class TestHeldIndex:
     async def test_an_index_that_fails_after_its_holder_was_cancelled_is_still_retrieved(
         self, leases: Leases, thread_id: str
     ) -> None:
-        indexing = asyncio.Event()
+        started = asyncio.Event()
+        fail = asyncio.Event()
+        indexes: list[asyncio.Task[Any]] = []
 
-        async def slow_failing_index(lease: Lease) -> None:
-            indexing.set()
-            await asyncio.sleep(0.1)
+        async def failing_index(lease: Lease) -> None:
+            indexes.append(asyncio.current_task())  # type: ignore[arg-type]
+            started.set()
+            await fail.wait()
             raise ConnectionError("redis went away")
 
-        leases.index = slow_failing_index  # type: ignore[method-assign]
+        leases.index = failing_index  # type: ignore[method-assign]
 
         async def hold_briefly() -> None:
             async with leases.hold(thread_id, "a"):
                 pass
 
         holder = asyncio.create_task(hold_briefly())
-        await indexing.wait()
-        await asyncio.sleep(0.02)
+        await started.wait()
         # Cancelled while its exit waits for the index: the exit never reads the index's error.
         holder.cancel()
         with pytest.raises(asyncio.CancelledError):
             await holder
-        await asyncio.sleep(0.2)
+        fail.set()
+        await asyncio.wait(indexes)
         loop = asyncio.get_running_loop()
         unretrieved: list[dict[str, object]] = []
         previous = loop.get_exception_handler()
         loop.set_exception_handler(lambda _, context: unretrieved.append(context))
         try:
             del holder
+            indexes.clear()
             gc.collect()
         finally:
             loop.set_exception_handler(previous)
