@@ -48,6 +48,7 @@ from bench.harness import Figures, measure, report
 from drydock.bus import EventType, RunEvent
 from drydock.bus.subjects import EVENT
 from drydock.chat_openai import DrydockChatOpenAI
+from drydock.infra.collector import freeze_startup_objects
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import ServerKeys
 from drydock.models import Models
@@ -366,6 +367,9 @@ async def webhook_floor(stage: Stage, conversation: ReceivedRequest, first_calls
 async def steps_and_warm_webhooks(root: Path) -> None:
     with ModelCallClock() as clock:
         async with pipeline(root, responder=responder_for(STEPS)) as stage:
+            # As `drydock serve coder-worker` does once its worker is built. Unfrozen, each full
+            # collection walked the whole bench process (200-410 ms) and was the follow-ups' p99.
+            freeze_startup_objects()
             endings = Endings()
             await endings.follow(stage)
             thread_number, first_calls = await steps_against_floor(stage, clock, endings)
@@ -411,6 +415,7 @@ async def concurrent_threads(root: Path) -> None:
         worker={"concurrency": THREADS},
         sandbox={"creation_timeout": 600, "ready_timeout": 120},
     ) as stage:
+        freeze_startup_objects()
         endings = Endings()
         await endings.follow(stage)
         baseline = rss_kib()
