@@ -6,6 +6,7 @@ while this replica leads, fed by :mod:`.consumer`.
 
 from __future__ import annotations
 
+from drydock.infra.collector import freeze_startup_objects
 from drydock.runtime import Runtime
 from drydock.services import Service
 from services.autofix_controller.serving import controller_service
@@ -13,6 +14,7 @@ from services.autofix_controller.serving import controller_service
 
 async def run(runtime: Runtime) -> None:
     async with controller_service(runtime) as controller:
+        freeze_startup_objects()
         await controller.run()
 
 

@@ -10,6 +10,7 @@ with its :mod:`.allowlist`.
 
 import asyncio
 
+from drydock.infra.collector import freeze_startup_objects
 from drydock.runtime import Runtime
 from drydock.services import Service
 from services.credential_proxy.server import serving
@@ -17,6 +18,7 @@ from services.credential_proxy.server import serving
 
 async def run(runtime: Runtime) -> None:
     async with serving(runtime):
+        freeze_startup_objects()
         await asyncio.Event().wait()
 
 

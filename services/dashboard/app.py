@@ -6,6 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from drydock.http import ErrorPage, SiteRouter, create_app, serve
+from drydock.infra.collector import freeze_startup_objects
 from drydock.runtime import Runtime
 from services.dashboard import api_docs
 from services.dashboard.auth import endpoints as auth
@@ -78,7 +79,9 @@ async def run(runtime: Runtime) -> None:
     dashboard = Dashboard.from_runtime(runtime)
     http = runtime.settings.http
     try:
-        await serve(create_app("dashboard", runtime, [lambda _: build(dashboard)]), http)
+        routes = build(dashboard)
+        freeze_startup_objects()
+        await serve(create_app("dashboard", runtime, [lambda _: routes]), http)
     finally:
         await dashboard.aclose()
 
