@@ -50,4 +50,4 @@ class ControllerConsumers:
     async def run(self, nc: NatsClient, stop: asyncio.Event) -> None:
         """Consume both until ``stop`` is set or the task is cancelled; messages still being
         handled then are handed back for the next leader."""
-        await serve(nc, self.github.router(nc), self.run_endings.router(nc), stop=stop)
+        await serve(nc, self.github, self.run_endings, stop=stop)

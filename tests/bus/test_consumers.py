@@ -45,19 +45,17 @@ class TestInMemory:
             await broker.publish({"thread_id": "t-2"}, "drydock.run.coder.t-2", stream="DRYDOCK_RUNS")
         assert seen == []
 
-    async def test_each_subscriber_binds_the_durable_consumer_under_the_user_s_inbox(self, bus: Bus) -> None:
+    async def test_one_subscriber_binds_the_durable_consumer_under_the_user_s_inbox(self, bus: Bus) -> None:
         async def handler(wake: Wake) -> None:
             raise AssertionError("never called")
 
         consumer = DurableConsumer(run_subscription(Role.REVIEWER), handler, concurrency=3, max_deliver=3)
-        subscribers = consumer.router(bus.nc).subscribers
-        assert len(subscribers) == 3
+        [subscriber] = consumer.router(bus.nc).subscribers
         prefix = bus.nc.new_inbox().rsplit(".", 1)[0].encode() + b"."
-        for subscriber in subscribers:
-            options = subscriber.extra_options  # type: ignore[attr-defined]
-            assert (options["stream"], options["durable"], options["inbox_prefix"]) == (
-                "DRYDOCK_RUNS", "run-reviewer", prefix,
-            )  # fmt: skip
+        options = subscriber.extra_options  # type: ignore[attr-defined]
+        assert (options["stream"], options["durable"], options["inbox_prefix"]) == (
+            "DRYDOCK_RUNS", "run-reviewer", prefix,
+        )  # fmt: skip
 
 
 class TestSharedConnection:
@@ -67,7 +65,7 @@ class TestSharedConnection:
 
         consumer = DurableConsumer(run_subscription(Role.ANALYZER), handler, concurrency=2, max_deliver=3)
         stop = asyncio.Event()
-        serving = asyncio.create_task(serve(bus.nc, consumer.router(bus.nc), stop=stop))
+        serving = asyncio.create_task(serve(bus.nc, consumer, stop=stop))
         await asyncio.sleep(0.2)
         stop.set()
         await asyncio.wait_for(serving, 10)

@@ -132,6 +132,50 @@ class TestDelivery:
             await eventually(done)
         assert most == 2
 
+    async def test_a_busy_consumer_takes_no_wake_it_cannot_start(self, wake_queue: WakeQueue) -> None:
+        started: list[str] = []
+        release = asyncio.Event()
+
+        async def handler(wake: Wake) -> None:
+            started.append(wake.thread_id)
+            await release.wait()
+
+        async with consuming(wake_queue, handler, concurrency=2):
+            for _ in range(4):
+                await wake_queue.wake(new_thread())
+            await eventually(lambda: len(started) == 2, what="two runs started")
+            # Several fetch timeouts: a wake taken while both places are busy would show here.
+            await asyncio.sleep(1.0)
+            info = await wake_queue.bus.js.consumer_info(wake_queue.stream, wake_queue.durable)
+            assert (info.num_ack_pending, info.num_pending, len(started)) == (2, 2, 2)
+            release.set()
+            await eventually(lambda: len(started) == 4, what="the other two runs started")
+
+            async def drained() -> bool:
+                return await wake_queue.pending() == 0
+
+            await eventually(drained, what="every wake acknowledged")
+
+    async def test_an_idle_consumer_keeps_one_pull_request_waiting_whatever_its_concurrency(
+        self, wake_queue: WakeQueue
+    ) -> None:
+        async def handler(wake: Wake) -> None:
+            raise AssertionError("no wake was published")
+
+        async with consuming(wake_queue, handler, concurrency=8):
+
+            async def waiting() -> int:
+                info = await wake_queue.bus.js.consumer_info(wake_queue.stream, wake_queue.durable)
+                return int(info.num_waiting or 0)
+
+            await eventually(waiting, what="a pull request waiting")
+            seen = set()
+            for _ in range(10):
+                seen.add(await waiting())
+                await asyncio.sleep(0.1)
+        # One subscriber per place kept eight waiting.
+        assert seen <= {0, 1}
+
 
 class TestFailures:
     async def test_a_failing_run_is_redelivered_then_recorded_on_the_thread(

@@ -13,14 +13,16 @@ at a time. Each message is settled by hand, after its handler (``AckPolicy.MANUA
 - handed back (nak'd) when the consumer stops in the middle of it;
 - terminated (or acknowledged, with ``drop_unreadable``) when it is not the envelope at all.
 
-Concurrency is ``concurrency`` pull subscribers on the one durable consumer, each fetching one
-message and asking for the next only once it is settled. FastStream's own ``max_workers`` is
-not used: ``ConcurrentPullStreamSubscriber`` puts fetched messages into an in-memory queue of
-``max_workers`` places (``faststream/_internal/endpoint/subscriber/mixins.py``,
-``ConcurrentMixin._put_msg``) where no heartbeat reaches them, so a wake waiting there behind
-minutes-long runs outlives its ack wait and is delivered twice. A plain subscriber with a batch
-of N waits for the slowest of the N before it fetches again
-(``faststream/nats/subscriber/usecases/stream_pull_subscriber.py``, ``_consume_pull``).
+Concurrency is a bounded set of tasks fed by one pull subscriber, which fetches one message at a
+time and asks for the next only once a place is free, so no fetched message waits in memory.
+FastStream's own ``max_workers`` is not used: ``ConcurrentPullStreamSubscriber`` puts fetched
+messages into an in-memory queue of ``max_workers`` places
+(``faststream/_internal/endpoint/subscriber/mixins.py``, ``ConcurrentMixin._put_msg``) where no
+heartbeat reaches them, so a wake waiting there behind minutes-long runs outlives its ack wait
+and is delivered twice. A plain subscriber with a batch of N waits for the slowest of the N
+before it fetches again (``faststream/nats/subscriber/usecases/stream_pull_subscriber.py``,
+``_consume_pull``). One subscriber per place, as before, kept every idle place's pull request
+going round: an idle worker of 300 places spent a tenth of a core asking the server for nothing.
 """
 
 from __future__ import annotations
@@ -117,12 +119,13 @@ def reply_prefix(nc: NatsClient) -> bytes:
     return nc.new_inbox().rsplit(".", 1)[0].encode() + b"."
 
 
-async def serve(nc: NatsClient, *routers: NatsRouter, stop: asyncio.Event | None = None) -> None:
-    """Run ``routers`` on ``nc`` until ``stop`` is set or the task is cancelled; messages still
-    being handled then are handed back."""
+async def serve(nc: NatsClient, *parts: NatsRouter | DurableConsumer[Any], stop: asyncio.Event | None = None) -> None:
+    """Run ``parts`` (routers, and consumers' routers) on ``nc`` until ``stop`` is set or the
+    task is cancelled; messages still being handled then are handed back."""
     broker = SharedConnectionBroker(nc)
-    for router in routers:
-        broker.include_router(router)
+    consumers = [part for part in parts if isinstance(part, DurableConsumer)]
+    for part in parts:
+        broker.include_router(part.router(nc) if isinstance(part, DurableConsumer) else part)
     try:
         await broker.start()
         # nats-py turns a cancellation during its requests into its own timeout, which
@@ -132,9 +135,15 @@ async def serve(nc: NatsClient, *routers: NatsRouter, stop: asyncio.Event | None
     finally:
         # In a task of its own, which no cancellation of ours interrupts: the stop hands
         # unfinished messages back and must run to its end.
-        stopping = asyncio.create_task(broker.stop())
+        stopping = asyncio.create_task(_stop(broker, consumers))
         await asyncio.wait({stopping})
         stopping.result()
+
+
+async def _stop(broker: SharedConnectionBroker, consumers: list[DurableConsumer[Any]]) -> None:
+    # The subscribers first: nothing is fetched while the messages in hand are handed back.
+    await broker.stop()
+    await asyncio.gather(*(consumer.hand_back() for consumer in consumers))
 
 
 class DurableConsumer(Generic[Envelope]):
@@ -167,29 +176,54 @@ class DurableConsumer(Generic[Envelope]):
         self._drop_unreadable = drop_unreadable
         self._stream = stream or subscription.stream
         self._durable = durable or subscription.durable
+        self._places = asyncio.Semaphore(concurrency)
+        self._in_hand: set[asyncio.Task[None]] = set()
 
     def router(self, nc: NatsClient | None = None) -> NatsRouter:
-        """The consumer's subscribers; ``nc`` (the connection they will run on) gives their inbox prefix."""
+        """The consumer's subscriber; ``nc`` (the connection it will run on) gives its inbox prefix.
+        Served by :func:`serve` with the consumer itself, which hands its messages back on stop."""
         router = NatsRouter(middlewares=[partial(_Settle, consumer=self)])
-        prefix = reply_prefix(nc) if nc is not None else b"_INBOX."
-        for index in range(self._concurrency):
-            router.subscriber(
-                self.subscription.subject,
-                stream=JStream(self._stream, declare=False),
-                durable=self._durable,
-                pull_sub=PullSub(batch_size=1, timeout=self._fetch_timeout),
-                inbox_prefix=prefix,
-                ack_policy=AckPolicy.MANUAL,
-                title=f"{self.subscription.durable}",
-                description=f"{self.subscription.description} Stream {self.subscription.stream}, "
-                f"durable pull consumer '{self.subscription.durable}'.",
-                include_in_schema=index == 0,
-            )(self._typed_handler())
+        router.subscriber(
+            self.subscription.subject,
+            stream=JStream(self._stream, declare=False),
+            durable=self._durable,
+            pull_sub=PullSub(batch_size=1, timeout=self._fetch_timeout),
+            inbox_prefix=reply_prefix(nc) if nc is not None else b"_INBOX.",
+            ack_policy=AckPolicy.MANUAL,
+            title=f"{self.subscription.durable}",
+            description=f"{self.subscription.description} Stream {self.subscription.stream}, "
+            f"durable pull consumer '{self.subscription.durable}'.",
+        )(self._typed_handler())
         return router
 
     async def run(self, nc: NatsClient, stop: asyncio.Event | None = None) -> None:
         """Consume until ``stop`` is set or the task is cancelled; unfinished messages are handed back."""
-        await serve(nc, self.router(nc), stop=stop)
+        await serve(nc, self, stop=stop)
+
+    async def take(self, message: StreamMessage[Any]) -> None:
+        """Settle ``message`` in a task of its own; return once a place is free for the next
+        (the subscriber fetches it only then)."""
+        # Free: the previous call returned only once a place was.
+        await self._places.acquire()
+        task = asyncio.create_task(self.settle(message.raw_message, message.body))
+        self._in_hand.add(task)
+        task.add_done_callback(self._settled)
+        async with self._places:
+            pass
+
+    def _settled(self, task: asyncio.Task[None]) -> None:
+        self._in_hand.discard(task)
+        self._places.release()
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            log.error("message not settled", consumer=self._durable, error=describe(error))
+
+    async def hand_back(self) -> None:
+        """Hand back every message still being handled (its handler is cancelled)."""
+        in_hand = list(self._in_hand)
+        for task in in_hand:
+            task.cancel()
+        await asyncio.gather(*in_hand, return_exceptions=True)
 
     def _typed_handler(self) -> Callable[..., Awaitable[None]]:
         handler = self._handler
@@ -197,17 +231,15 @@ class DurableConsumer(Generic[Envelope]):
         async def handle(envelope: Any) -> None:
             await handler(envelope)
 
-        # FastStream parses the body into the handler's first parameter and documents its schema.
+        # For FastStream's schema of the subscriber; messages reach the handler through :meth:`take`.
         handle.__annotations__ = {"envelope": self.subscription.envelope, "return": None}
         handle.__doc__ = self.subscription.description
         return handle
 
-    async def settle(
-        self, call_next: Callable[[StreamMessage[Any]], Awaitable[Any]], message: StreamMessage[Any]
-    ) -> None:
-        raw: Msg = message.raw_message
+    async def settle(self, raw: Msg, body: bytes) -> None:
+        """Handle one message, then acknowledge, retry or hand it back."""
         try:
-            envelope = self.subscription.envelope.model_validate_json(message.body)
+            envelope = self.subscription.envelope.model_validate_json(body)
         except ValidationError as error:
             log.error("unreadable message dropped", consumer=self._durable, subject=raw.subject, error=describe(error))
             await (raw.ack() if self._drop_unreadable else raw.term())
@@ -220,13 +252,11 @@ class DurableConsumer(Generic[Envelope]):
                 subject=raw.subject,
                 thread_id=getattr(envelope, "thread_id", None),
             ):
-                await call_next(message)
+                await self._handler(envelope)
         except asyncio.CancelledError:
             if keepalive is not None:
                 keepalive.cancel()
-            # The subscriber stops (FastStream cancels its task group, and keeps cancelling every
-            # await in it): hand the message back, shielded. Not re-raised, which FastStream
-            # would log as an error; the task group ends all the same.
+            # The consumer stops (:meth:`hand_back`): hand the message back, shielded.
             with anyio.CancelScope(shield=True), contextlib.suppress(NatsError):
                 # After the pull requests of our stopped subscribers expired: the server could
                 # hand it to one of them, and it would wait there a whole ack wait.
@@ -271,11 +301,11 @@ class DurableConsumer(Generic[Envelope]):
 
 
 class _Settle(BaseMiddleware):
-    """Settles each message of a :class:`DurableConsumer` after its handler."""
+    """Hands each message of a :class:`DurableConsumer` to it (:meth:`DurableConsumer.take`)."""
 
     def __init__(self, msg: Any, /, *, context: Any, consumer: DurableConsumer[Any]) -> None:
         super().__init__(msg, context=context)
         self._consumer = consumer
 
     async def consume_scope(self, call_next: Any, msg: StreamMessage[Any]) -> Any:
-        await self._consumer.settle(call_next, msg)
+        await self._consumer.take(msg)

@@ -16,7 +16,6 @@ import contextlib
 from collections.abc import Awaitable, Callable
 
 import structlog
-from faststream.nats import NatsRouter
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from pydantic import ValidationError
@@ -69,14 +68,10 @@ class WakeConsumer:
             durable=self._durable,
         )
 
-    def routers(self) -> tuple[NatsRouter, NatsRouter]:
-        """The wake subscribers and the max-deliveries advisory's."""
-        advisories = advisory_router(self._stream, self._durable, self._exhausted)
-        return self.wakes.router(self._bus.nc), advisories
-
     async def run(self) -> None:
-        """Consume until cancelled; on cancellation hand every unfinished wake back."""
-        await serve(self._bus.nc, *self.routers())
+        """Consume the wakes and the max-deliveries advisory until cancelled; on cancellation
+        hand every unfinished wake back."""
+        await serve(self._bus.nc, self.wakes, advisory_router(self._stream, self._durable, self._exhausted))
 
     async def _gave_up(self, wake: Wake, message: Msg, error: Exception) -> None:
         sequence = message.metadata.sequence.stream if message.metadata.sequence else 0
