@@ -10,7 +10,8 @@ production.
 
 Measured from ``/proc`` of the worker process alone: its RSS idle and at the peak of active runs
 (memory per active run: their difference over N; target at most 500 KiB), and its CPU time during
-the phase per model call (CPU per step; target flat as N grows). Nothing lost: every run
+the phase per model call (CPU per step; target flat as N grows), and its CPU while idle with its N
+places waiting for wakes (which should not grow with N). Nothing lost: every run
 completes and every issue gets its reply. The sandboxes' own memory (proportional set size of
 every daemon process and its children) says how many this machine holds.
 
@@ -60,6 +61,8 @@ REPLY = "bench reply"
 MEMORY_TARGET_KIB = 500
 FIRST_ISSUE = 5000
 WARMUP = 5
+IDLE_SECONDS = 5.0
+"""How long the worker's idle CPU is measured, all its places waiting, before the mentions."""
 """Runs before the measured ones."""
 BATCH = 25
 """Webhooks delivered at once."""
@@ -198,6 +201,7 @@ class Phase:
     replied: int
     seconds: float
     idle_kib: int
+    idle_cpu_ms_per_s: float
     peak_kib: int
     running_at_peak: int
     most_running: int
@@ -263,6 +267,9 @@ async def phase(root: Path, count: int) -> Phase:
 
         await stage.runtime.nats.subscribe(f"{EVENT}.*.*", cb=on_event)
         idle = status_kib(worker.pid, "VmRSS")
+        idle_cpu = cpu_seconds(worker.pid)
+        await asyncio.sleep(IDLE_SECONDS)
+        idle_cpu_ms_per_s = (cpu_seconds(worker.pid) - idle_cpu) * 1000 / IDLE_SECONDS
         traffic_before = await traffic(stage)
         cpu_before = cpu_seconds(worker.pid)
         requests_before = len(stage.model.requests)
@@ -325,6 +332,7 @@ async def phase(root: Path, count: int) -> Phase:
             replied=replied,
             seconds=seconds,
             idle_kib=idle,
+            idle_cpu_ms_per_s=idle_cpu_ms_per_s,
             peak_kib=peak,
             running_at_peak=running_at_peak,
             most_running=most_running,
@@ -357,6 +365,11 @@ def report(result: Phase) -> None:
     print(
         f"  worker CPU {result.cpu_seconds:.1f} s for {result.model_calls} model calls: "
         f"{result.cpu_ms_per_step:.2f} ms per step, {result.cpu_seconds * 1000 / result.count:.0f} ms per run",
+        flush=True,
+    )
+    print(
+        f"  worker idle, its {result.count} places waiting for wakes: "
+        f"{result.idle_cpu_ms_per_s:.1f} ms of CPU per second",
         flush=True,
     )
     per_sandbox = result.sandbox_pss_kib / max(result.sandboxes, 1)
