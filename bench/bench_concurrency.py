@@ -61,9 +61,9 @@ REPLY = "bench reply"
 MEMORY_TARGET_KIB = 500
 FIRST_ISSUE = 5000
 WARMUP = 5
+"""Runs before the measured ones."""
 IDLE_SECONDS = 5.0
 """How long the worker's idle CPU is measured, all its places waiting, before the mentions."""
-"""Runs before the measured ones."""
 BATCH = 25
 """Webhooks delivered at once."""
 HEARTBEAT, LEASE_TTL, ACK_WAIT = (

@@ -167,7 +167,6 @@ class DurableConsumer(Generic[Envelope]):
             raise ValueError("concurrency must be at least 1")
         self.subscription = subscription
         self._handler = handler
-        self._concurrency = concurrency
         self._max_deliver = max_deliver
         self._heartbeat = heartbeat
         self._fetch_timeout = fetch_timeout
