@@ -36,3 +36,18 @@ class TestConnectionPool:
             holding.cancel()
         finally:
             await client.aclose()
+
+
+async def test_a_new_connection_sends_nothing_the_store_refuses(settings: Settings) -> None:
+    """redis-py 8 asks each new RESP3 connection for maintenance notifications, which Valkey
+    does not know: a round trip and a caught error for every connection a pool opens."""
+    observer = await connect_redis(settings.redis)
+    client = await connect_redis(settings.redis.model_copy(update={"max_connections": 4}))
+    try:
+        before = (await observer.info("stats"))["total_error_replies"]
+        await asyncio.gather(*(client.blpop([f"test-pool-fresh-{n}"], 0.05) for n in range(4)))
+        after = (await observer.info("stats"))["total_error_replies"]
+    finally:
+        await client.aclose()
+        await observer.aclose()
+    assert after == before

@@ -15,6 +15,7 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import AuthenticationError, AuthorizationError, RedisError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.maint_notifications import MaintNotificationsConfig
 
 from drydock.config import RedisSettings
 from drydock.errors import without_password
@@ -86,6 +87,9 @@ def redis_client(
         "health_check_interval": HEALTH_CHECK_INTERVAL,
         "retry": StoreRetry(ExponentialBackoff(cap=RETRY_BACKOFF_CAP, base=RETRY_BACKOFF_BASE), RETRIES),
         "retry_on_error": [RedisConnectionError, RedisTimeoutError],
+        # Valkey refuses redis-py's CLIENT MAINT_NOTIFICATIONS, which would otherwise cost each
+        # new connection a round trip and a caught error.
+        "maint_notifications_config": MaintNotificationsConfig(enabled=False),
     }
     if settings.username is not None:
         options["username"] = settings.username
