@@ -1,14 +1,17 @@
 """The fake GitHub's in-memory state: Apps, their installations, repositories, the
-installation access tokens it has issued, users' OAuth tokens and pull requests."""
+installation access tokens it has issued, users' OAuth tokens, pull requests and the Apps'
+webhook deliveries."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import secrets
 import string
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+import httpx
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -23,6 +26,10 @@ class App:
     id: int
     slug: str
     private_key: rsa.RSAPrivateKey
+    webhook_url: str | None = None
+    webhook_secret: str | None = None
+    hook_id: int | None = None
+    """The id of the App's webhook (``X-GitHub-Hook-ID``), given when it is first configured."""
 
     @property
     def private_key_pem(self) -> str:
@@ -118,6 +125,37 @@ def permission_allows(granted: str | None, needed: str) -> bool:
     return granted is not None and _LEVELS.get(granted, 0) >= _LEVELS[needed]
 
 
+@dataclass
+class HookDelivery:
+    """One attempt at delivering a webhook to an App's URL, with GitHub's fields; a redelivery
+    is a new attempt with the original's ``guid``."""
+
+    id: int
+    guid: str
+    """The ``X-GitHub-Delivery`` header."""
+    delivered_at: datetime
+    redelivery: bool
+    duration: float
+    """Seconds until the answer, or until the attempt failed."""
+    status: str
+    """``OK`` for a 2xx, else why not (``Invalid HTTP Response: 503``, ``timed out``, …)."""
+    status_code: int
+    """The receiver's HTTP status; 0 when there was no HTTP answer."""
+    event: str
+    action: str | None
+    installation_id: int | None
+    repository_id: int | None
+    app_id: int
+    url: str
+    headers: dict[str, str]
+    """The request's headers without the signatures, which each attempt computes afresh."""
+    body: bytes
+    response_headers: dict[str, str] = field(default_factory=dict)
+    response_body: str | None = None
+    """``None`` when there was no HTTP answer."""
+    throttled_at: None = None
+
+
 @dataclass(frozen=True)
 class SeenRequest:
     """A request the fake received, for tests to check what reached "GitHub"."""
@@ -130,8 +168,9 @@ class SeenRequest:
 class GithubState:
     """Everything the fake knows. Tests arrange it directly; routers read and change it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, webhook_timeout: float = 10.0) -> None:
         self._ids = itertools.count(1000)
+        self._delivery_ids = itertools.count(1)
         self.requests: list[SeenRequest] = []
         self.apps: dict[int, App] = {}
         self.installations: dict[int, Installation] = {}
@@ -140,9 +179,29 @@ class GithubState:
         self.user_tokens: dict[str, UserToken] = {}
         self.pulls: dict[tuple[str, int], PullRequest] = {}
         """Pull requests by lower-cased ``owner/name`` and number."""
+        self.webhook_timeout = webhook_timeout
+        """Seconds GitHub waits for a webhook's answer before it gives the delivery up."""
+        self.hook_deliveries: list[HookDelivery] = []
+        """Every App's delivery attempts, oldest first."""
+        self.redeliveries: set[asyncio.Task[HookDelivery]] = set()
+        """Redeliveries asked for through the API and not yet collected; held here so that the
+        event loop's weak references do not let them be garbage collected while running."""
 
     def next_id(self) -> int:
         return next(self._ids)
+
+    def next_delivery_id(self) -> int:
+        return next(self._delivery_ids)
+
+    def configure_webhook(self, app: App, url: str, secret: str) -> None:
+        """Point ``app``'s webhook at ``url``, signed with ``secret``; as GitHub, refuse a URL
+        that is not an absolute http(s) one (``httpx.InvalidURL`` or ``ValueError``)."""
+        parsed = httpx.URL(url)
+        if parsed.scheme not in {"http", "https"} or not parsed.host:
+            raise ValueError(f"{url!r} is not an absolute http(s) URL")
+        app.webhook_url, app.webhook_secret = url, secret
+        if app.hook_id is None:
+            app.hook_id = self.next_id()
 
     def create_app(self, slug: str = "drydock") -> App:
         """Register an App with a fresh RSA key, as GitHub does when an owner generates one."""
