@@ -371,6 +371,23 @@ class GithubSettings(BaseModel):
         default=timedelta(minutes=5), description="Mint a new installation token this long before the old expires."
     )
     request_timeout: float = Field(default=10.0, gt=0)
+    redeliver_attempts: int = Field(
+        default=8,
+        ge=0,
+        le=20,
+        description="Times a webhook delivery GitHub recorded as failed (no answer, 408, 429 or 5xx) is asked "
+        "for again by the active autofix controller, the pauses doubling from redeliver_interval up to an hour; "
+        "0 turns redelivery off.",
+    )
+    redeliver_interval: Duration = Field(
+        default=timedelta(minutes=1), gt=timedelta(0), description="How often failed deliveries are looked for."
+    )
+    redeliver_max_age: Duration = Field(
+        default=timedelta(hours=24),
+        gt=timedelta(0),
+        le=timedelta(days=3),
+        description="Failed deliveries older than this are not asked for again (GitHub keeps three days).",
+    )
 
 
 class SlackSettings(BaseModel):

@@ -1,7 +1,8 @@
 """The controller process: stand by until it holds the controller lease, then, while it leads,
 consume ``drydock.github.*`` (durable consumer ``autofix``) and run endings (``autofix-runs``),
-scan open agent pull requests every ``monitor_interval``, and run the scheduler (due wake-ups
-and recurring schedules of :mod:`drydock.scheduler`).
+scan open agent pull requests every ``monitor_interval``, ask GitHub again for the webhook
+deliveries it recorded as failed (:mod:`drydock.channels.github.redelivery`), and run the
+scheduler (due wake-ups and recurring schedules of :mod:`drydock.scheduler`).
 When the lease is lost, all of it stops and the replica stands by again.
 """
 
@@ -22,6 +23,7 @@ from drydock.autofix.controller import AutofixController
 from drydock.autofix.github import AutofixGithub
 from drydock.autofix.leadership import Leadership, Term
 from drydock.autofix.monitor import Monitor
+from drydock.channels.github.redelivery import Redeliveries
 from drydock.github import GithubClient
 from drydock.runtime import Runtime
 from drydock.scheduler import Schedules, Wakeups
@@ -76,11 +78,15 @@ class ControllerService:
                     interval=settings.autofix.monitor_interval.total_seconds(), stop=term.ended
                 )
             )
+            if settings.github.redeliver_attempts > 0:
+                redeliveries = Redeliveries(self.github.client, runtime.redis, runtime.keys, settings.github)
+                loops.append(redeliveries.run_forever(stop=term.ended))
         else:
             configuration_gap(
                 log,
                 logging.WARNING,
-                "no GitHub App is configured: autofix records events but cannot repair; the scheduler runs",
+                "no GitHub App is configured: autofix records events but cannot repair, failed webhook deliveries "
+                "are not asked for again; the scheduler runs",
             )
         tasks = [asyncio.create_task(loop) for loop in loops]
         try:

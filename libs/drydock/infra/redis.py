@@ -314,6 +314,15 @@ class Keys:
         """A webhook delivery seen by the ingress (claimed, then done), for de-duplication."""
         return f"{self.prefix}:delivery:{channel}:{delivery_id}"
 
+    def redeliveries_swept(self) -> str:
+        """Epoch seconds from which the next sweep of GitHub's failed deliveries reads
+        (:mod:`drydock.channels.github.redelivery`)."""
+        return f"{self.prefix}:redeliveries-swept"
+
+    def redelivery(self, guid: str) -> str:
+        """How many times GitHub was asked to deliver the webhook ``guid`` again."""
+        return f"{self.prefix}:redelivery:{guid}"
+
     def account_link(self, provider: str, external_id: str) -> str:
         """The Drydock user an external account (GitHub, Slack, Linear) is linked to."""
         return f"{self.prefix}:account:{provider}:{external_id}"

@@ -1,0 +1,70 @@
+"""The App's webhook deliveries as GitHub recorded them, and asking GitHub to deliver one again
+(as the App itself, by its JWT). GitHub never redelivers a failed delivery by itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from drydock.errors import OutboundFailed
+from drydock.github.installations import Installations
+from drydock.github.pagination import PER_PAGE
+from drydock.github.responses import Answer, checked_list, failure
+
+
+@dataclass(frozen=True)
+class HookDelivery:
+    """One attempt at delivering a webhook; a redelivery is a new attempt with the same ``guid``
+    (the ``X-GitHub-Delivery`` header the ingress de-duplicates by)."""
+
+    id: int
+    guid: str
+    delivered_at: datetime
+    status_code: int
+    """The receiver's HTTP status; 0 when there was no answer (a timeout, a refused connection)."""
+    event: str
+    redelivery: bool
+
+    @classmethod
+    def of(cls, item: dict[str, Any]) -> HookDelivery:
+        return cls(
+            id=int(item["id"]),
+            guid=str(item["guid"]),
+            delivered_at=datetime.fromisoformat(str(item["delivered_at"]).replace("Z", "+00:00")),
+            status_code=int(item.get("status_code") or 0),
+            event=str(item.get("event") or ""),
+            redelivery=bool(item.get("redelivery")),
+        )
+
+    @property
+    def succeeded(self) -> bool:
+        return 200 <= self.status_code < 300
+
+
+class HookDeliveries(Installations):
+    async def hook_deliveries(self, since: datetime, *, limit: int) -> list[HookDelivery]:
+        """The App's delivery attempts from ``since`` on, newest first (GitHub's order), at most
+        ``limit``; the listing has no date filter, so its pages are read until one reaches ``since``."""
+        found: list[HookDelivery] = []
+        url: str | None = "/app/hook/deliveries"
+        query: dict[str, str] | None = {"per_page": str(PER_PAGE)}
+        while url is not None and len(found) < limit:
+            response = await self.send(self.as_app, "GET", url, params=query)
+            for item in checked_list(response, "listing the App's webhook deliveries"):
+                try:
+                    delivery = HookDelivery.of(item)
+                except (KeyError, TypeError, ValueError) as error:
+                    raise OutboundFailed(f"GitHub listed a webhook delivery Drydock cannot read: {error!r}") from None
+                if delivery.delivered_at < since:
+                    return found
+                found.append(delivery)
+            # The next link carries the cursor and the page size.
+            url, query = Answer.of(response).next_url, None
+        return found[:limit]
+
+    async def redeliver(self, delivery_id: int) -> None:
+        """Ask GitHub to deliver an attempt's payload again; GitHub answers 202 and sends it later."""
+        response = await self.send(self.as_app, "POST", f"/app/hook/deliveries/{delivery_id}/attempts")
+        if not response.is_success:
+            raise failure(response, f"asking for webhook delivery {delivery_id} again")

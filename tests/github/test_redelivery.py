@@ -1,0 +1,168 @@
+"""Failed webhook deliveries asked for again: the fake GitHub sends the App's webhook to a
+receiver whose answers a test sets, records each attempt as GitHub does, and redelivers when
+asked; the sweep keeps its marks and counts in the real Valkey."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import structlog
+from fastapi import FastAPI, Request, Response
+from redis.asyncio import Redis
+
+from drydock.channels.github.redelivery import Redeliveries
+from drydock.github import GithubClient
+from drydock.infra.redis import Keys
+from tests.fakes.github import FakeGithub
+from tests.fakes.github import webhooks as payloads
+from tests.fakes.github.state import App, Installation
+from tests.fakes.loopback import LoopbackServer
+from tests.github.conftest import ORG, settings_for
+
+SECRET = "redelivery-secret"
+INTERVAL = timedelta(minutes=1)
+
+
+@dataclass
+class Receiver:
+    """Answers each delivery with the next of ``answers`` (the last one repeats)."""
+
+    answers: list[int]
+    seen: list[tuple[str, bytes]] = field(default_factory=list)
+
+    def app(self) -> FastAPI:
+        app = FastAPI()
+
+        @app.post("/webhooks/github")
+        async def receive(request: Request) -> Response:
+            self.seen.append((request.headers["x-github-delivery"], await request.body()))
+            status = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+            return Response(status_code=status)
+
+        return app
+
+
+@pytest.fixture
+async def receiver(github: FakeGithub, app: App, installation: Installation) -> AsyncIterator[Receiver]:
+    receiving = Receiver([200])
+    async with LoopbackServer(receiving.app()) as server:
+        github.configure_webhook(app, f"{server.base_url}/webhooks/github", SECRET)
+        yield receiving
+
+
+@pytest.fixture
+def keys() -> Keys:
+    return Keys(prefix=f"test-redelivery-{uuid.uuid4().hex[:8]}")
+
+
+def redeliveries(
+    client: GithubClient, redis: Redis, keys: Keys, api_url: str, app: App, attempts: int = 3
+) -> Redeliveries:
+    settings = settings_for(app, api_url).model_copy(
+        update={"redeliver_attempts": attempts, "redeliver_interval": INTERVAL}
+    )
+    return Redeliveries(client, redis, keys, settings)
+
+
+async def deliver(github: FakeGithub, app: App) -> str:
+    payload = payloads.issue_comment(ORG, "widgets", 7, "@drydock please fix")
+    return (await github.deliver_webhook(app, "issue_comment", payload)).guid
+
+
+def later(by: timedelta) -> datetime:
+    return datetime.now(UTC) + by
+
+
+class TestRedeliveries:
+    async def test_a_delivery_answered_503_is_asked_for_again_and_arrives_with_its_guid_and_body(
+        self, github: FakeGithub, app: App, client: GithubClient, receiver: Receiver, redis: Redis, keys: Keys
+    ) -> None:
+        receiver.answers = [503, 200]
+        guid = await deliver(github, app)
+        sweeper = redeliveries(client, redis, keys, github.base_url, app)
+
+        swept = await sweeper.sweep(later(INTERVAL))
+        await github.redeliveries_settled()
+
+        assert swept.asked == [guid]
+        assert [seen_guid for seen_guid, _ in receiver.seen] == [guid, guid]
+        assert receiver.seen[0][1] == receiver.seen[1][1]
+        attempts = github.webhook_deliveries(guid)
+        assert sorted((attempt.redelivery, attempt.status_code) for attempt in attempts) == [(False, 503), (True, 200)]
+        again = await sweeper.sweep(later(INTERVAL * 10))
+        assert (again.asked, again.waiting, again.given_up) == ([], [], [])
+
+    @pytest.mark.parametrize("status", [200, 202, 400, 401, 404, 413])
+    async def test_a_success_or_a_refusal_of_the_payload_itself_is_not_asked_for(
+        self,
+        github: FakeGithub,
+        app: App,
+        client: GithubClient,
+        receiver: Receiver,
+        redis: Redis,
+        keys: Keys,
+        status: int,
+    ) -> None:
+        receiver.answers = [status]
+        await deliver(github, app)
+        swept = await redeliveries(client, redis, keys, github.base_url, app).sweep(later(INTERVAL * 10))
+        assert (swept.asked, swept.waiting) == ([], [])
+        assert len(receiver.seen) == 1
+
+    async def test_no_answer_at_all_is_asked_for_again(
+        self, github: FakeGithub, app: App, client: GithubClient, receiver: Receiver, redis: Redis, keys: Keys
+    ) -> None:
+        async with LoopbackServer(FastAPI()) as gone:
+            unreachable = gone.base_url
+        github.configure_webhook(app, f"{unreachable}/webhooks/github", SECRET)
+        guid = await deliver(github, app)
+        assert [attempt.status_code for attempt in github.webhook_deliveries(guid)] == [0]
+        swept = await redeliveries(client, redis, keys, github.base_url, app).sweep(later(INTERVAL))
+        assert swept.asked == [guid]
+
+    async def test_what_the_ingress_made_durable_or_holds_is_not_asked_for(
+        self, github: FakeGithub, app: App, client: GithubClient, receiver: Receiver, redis: Redis, keys: Keys
+    ) -> None:
+        # GitHub gave up waiting while the ingress finished: its de-duplication key says done.
+        receiver.answers = [504]
+        done = await deliver(github, app)
+        held = await deliver(github, app)
+        await redis.set(keys.delivery("github", done), "done")
+        await redis.set(keys.delivery("github", held), "pending")
+
+        swept = await redeliveries(client, redis, keys, github.base_url, app).sweep(later(INTERVAL))
+
+        assert swept.asked == []
+        assert swept.waiting == [held]
+        assert len(receiver.seen) == 2
+
+    async def test_pauses_double_and_a_delivery_that_keeps_failing_is_reported_once(
+        self, github: FakeGithub, app: App, client: GithubClient, receiver: Receiver, redis: Redis, keys: Keys
+    ) -> None:
+        receiver.answers = [503]
+        guid = await deliver(github, app)
+        sweeper = redeliveries(client, redis, keys, github.base_url, app, attempts=2)
+        first = github.webhook_deliveries(guid)[0].delivered_at
+
+        assert (await sweeper.sweep(first + INTERVAL / 2)).waiting == [guid]
+        assert float(await redis.get(keys.redeliveries_swept()) or 0) == first.timestamp()
+        assert (await sweeper.sweep(first + INTERVAL)).asked == [guid]
+        await github.redeliveries_settled()
+        second = max(attempt.delivered_at for attempt in github.webhook_deliveries(guid))
+        # Asked once: the next ask waits twice the interval after the failed redelivery.
+        assert (await sweeper.sweep(second + INTERVAL)).waiting == [guid]
+        assert (await sweeper.sweep(second + 2 * INTERVAL)).asked == [guid]
+        await github.redeliveries_settled()
+
+        with structlog.testing.capture_logs() as logs:
+            final = await sweeper.sweep(later(timedelta(hours=2)))
+            after = await sweeper.sweep(later(timedelta(hours=3)))
+        assert final.given_up == [guid]
+        assert (after.asked, after.waiting, after.given_up) == ([], [], [])
+        reported = [entry for entry in logs if entry["log_level"] == "error"]
+        assert [(entry["guid"], entry["redeliveries"]) for entry in reported] == [(guid, 2)]
+        assert len(receiver.seen) == 3
