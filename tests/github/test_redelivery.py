@@ -14,7 +14,7 @@ import structlog
 from fastapi import FastAPI, Request, Response
 from redis.asyncio import Redis
 
-from drydock.channels.github.redelivery import Redeliveries
+from drydock.channels.github.redelivery import OVERLAP, Redeliveries
 from drydock.github import GithubClient
 from drydock.infra.redis import Keys
 from tests.fakes.github import FakeGithub
@@ -157,6 +157,8 @@ class TestRedeliveries:
         assert (await sweeper.sweep(second + INTERVAL)).waiting == [guid]
         assert (await sweeper.sweep(second + 2 * INTERVAL)).asked == [guid]
         await github.redeliveries_settled()
+        # The sweeps above ran at times ahead of GitHub's clock, and so did their mark.
+        await redis.delete(keys.redeliveries_swept())
 
         with structlog.testing.capture_logs() as logs:
             final = await sweeper.sweep(later(timedelta(hours=2)))
@@ -166,3 +168,16 @@ class TestRedeliveries:
         reported = [entry for entry in logs if entry["log_level"] == "error"]
         assert [(entry["guid"], entry["redeliveries"]) for entry in reported] == [(guid, 2)]
         assert len(receiver.seen) == 3
+
+    async def test_a_sweep_reads_back_only_to_the_mark_less_the_overlap(
+        self, github: FakeGithub, app: App, client: GithubClient, receiver: Receiver, redis: Redis, keys: Keys
+    ) -> None:
+        receiver.answers = [503]
+        guid = await deliver(github, app)
+        failed_at = github.webhook_deliveries(guid)[0].delivered_at
+        sweeper = redeliveries(client, redis, keys, github.base_url, app)
+
+        await redis.set(keys.redeliveries_swept(), (failed_at + OVERLAP + timedelta(seconds=2)).timestamp())
+        assert (await sweeper.sweep(failed_at + 10 * INTERVAL)).asked == []
+        await redis.set(keys.redeliveries_swept(), (failed_at + OVERLAP).timestamp())
+        assert (await sweeper.sweep(failed_at + 10 * INTERVAL)).asked == [guid]

@@ -38,8 +38,10 @@ CHANNEL = "github"
 """The ingress's de-duplication keys name GitHub's deliveries by this channel."""
 DONE = "done"
 """What the ingress's de-duplication key holds once every publish of a delivery was acknowledged."""
-OVERLAP = timedelta(minutes=5)
-"""Read back this far before the mark: GitHub's clock and ours, and attempts recorded late."""
+OVERLAP = timedelta(minutes=1)
+"""Read back this far before the mark: an attempt is listed once it ended (up to GitHub's 10 s
+timeout after its ``delivered_at``), and GitHub's clock is not ours. Every sweep reads the
+attempts of the last interval and this again: one API request per 100 of them."""
 MAX_PAUSE = timedelta(hours=1)
 LISTED_AT_MOST = 10_000
 """Attempts read per sweep at most (100 pages); older ones are left, with a warning."""
