@@ -26,13 +26,12 @@ import structlog
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from drydock.channels.intents import DELIVERY_DONE, DELIVERY_PENDING
 from drydock.errors import describe
 from drydock.infra.redis import Batch, BatchConnections, Keys, Queue
 
 log = structlog.get_logger(__name__)
 
-PENDING = "pending"
-DONE = "done"
 MARK_DELAY = 0.002
 """Seconds a done mark waits for a lookup round trip to ride on before it is written alone."""
 
@@ -70,12 +69,12 @@ class Deliveries:
 
     def queue_claim(self, pipe: Queue, channel: str, delivery_id: str) -> None:
         """Queue the claim; decode its reply with :meth:`claim_result`."""
-        pipe.set(self._keys.delivery(channel, delivery_id), PENDING, nx=True, px=self._claim_ttl_ms, get=True)
+        pipe.set(self._keys.delivery(channel, delivery_id), DELIVERY_PENDING, nx=True, px=self._claim_ttl_ms, get=True)
 
     def claim_result(self, reply: str | None, channel: str, delivery_id: str) -> ClaimResult:
         if reply is None:
             return ClaimResult.CLAIMED
-        if reply == DONE or self._keys.delivery(channel, delivery_id) in self._unconfirmed:
+        if reply == DELIVERY_DONE or self._keys.delivery(channel, delivery_id) in self._unconfirmed:
             return ClaimResult.DUPLICATE
         return ClaimResult.IN_PROGRESS
 
@@ -85,7 +84,7 @@ class Deliveries:
         trip answered, or to :meth:`marks_lost` if it failed."""
         marks, self._unwritten = self._unwritten, []
         for key in marks:
-            pipe.set(key, DONE, px=self._ttl_ms)
+            pipe.set(key, DELIVERY_DONE, px=self._ttl_ms)
         return marks
 
     def marks_written(self, marks: list[str]) -> None:

@@ -11,8 +11,9 @@ from datetime import timedelta
 import pytest
 from redis.asyncio import Redis
 
+from drydock.channels.intents import DELIVERY_DONE, DELIVERY_PENDING
 from drydock.infra.redis import Batch, BatchConnections, Keys
-from services.ingress.dedup import DONE, PENDING, ClaimResult, Deliveries
+from services.ingress.dedup import ClaimResult, Deliveries
 from tests.waiting import eventually
 
 
@@ -48,7 +49,7 @@ class TestDoneMarks:
             assert await claim(deliveries, batches, first) is ClaimResult.CLAIMED
             deliveries.done("github", first)
             assert await claim(deliveries, batches, other) is ClaimResult.CLAIMED
-            assert await redis.get(keys.delivery("github", first)) == DONE
+            assert await redis.get(keys.delivery("github", first)) == DELIVERY_DONE
             assert await claim(deliveries, batches, first) is ClaimResult.DUPLICATE
         finally:
             await deliveries.aclose()
@@ -77,7 +78,7 @@ class TestDoneMarks:
             deliveries.done("github", delivery)
 
             async def written() -> bool:
-                return await redis.get(keys.delivery("github", delivery)) == DONE
+                return await redis.get(keys.delivery("github", delivery)) == DELIVERY_DONE
 
             await eventually(written, within=5, what="the done mark written")
             assert await redis.pttl(keys.delivery("github", delivery)) > timedelta(hours=23).total_seconds() * 1000
@@ -90,8 +91,8 @@ class TestDoneMarks:
     ) -> None:
         delivery = uuid.uuid4().hex
         deliveries.done("github", delivery)
-        assert deliveries.claim_result(PENDING, "github", delivery) is ClaimResult.DUPLICATE
-        assert deliveries.claim_result(PENDING, "github", uuid.uuid4().hex) is ClaimResult.IN_PROGRESS
+        assert deliveries.claim_result(DELIVERY_PENDING, "github", delivery) is ClaimResult.DUPLICATE
+        assert deliveries.claim_result(DELIVERY_PENDING, "github", uuid.uuid4().hex) is ClaimResult.IN_PROGRESS
         await deliveries.aclose()
-        assert await redis.get(keys.delivery("github", delivery)) == DONE
-        assert deliveries.claim_result(PENDING, "github", delivery) is ClaimResult.IN_PROGRESS
+        assert await redis.get(keys.delivery("github", delivery)) == DELIVERY_DONE
+        assert deliveries.claim_result(DELIVERY_PENDING, "github", delivery) is ClaimResult.IN_PROGRESS

@@ -98,6 +98,12 @@ class Forward:
 Intent = Message | ReviewRequest | BranchPush | Forward
 
 
+DELIVERY_PENDING = "pending"
+DELIVERY_DONE = "done"
+"""What the ingress's de-duplication key of a delivery (``Keys.delivery``) holds: claimed while
+it is routed, then done once every publish of it was acknowledged."""
+
+
 @dataclass(frozen=True)
 class Delivery:
     """A verified, parsed delivery: its id for de-duplication and what it asks for."""

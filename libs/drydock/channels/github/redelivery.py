@@ -27,6 +27,8 @@ import structlog
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from drydock.bus.envelopes import Channel
+from drydock.channels.intents import DELIVERY_DONE
 from drydock.config import GithubSettings
 from drydock.errors import OutboundFailed, describe
 from drydock.github.hook_deliveries import HookDeliveries, HookDelivery
@@ -34,10 +36,6 @@ from drydock.infra.redis import Keys
 
 log = structlog.get_logger(__name__)
 
-CHANNEL = "github"
-"""The ingress's de-duplication keys name GitHub's deliveries by this channel."""
-DONE = "done"
-"""What the ingress's de-duplication key holds once every publish of a delivery was acknowledged."""
 OVERLAP = timedelta(minutes=1)
 """Read back this far before the mark: an attempt is listed once it ended (up to GitHub's 10 s
 timeout after its ``delivered_at``), and GitHub's clock is not ours. Every sweep reads the
@@ -93,11 +91,11 @@ class Redeliveries:
         held: list[datetime] = []
         if failed:
             guids = list(failed)
-            recorded = await self._redis.mget([self._keys.delivery(CHANNEL, guid) for guid in guids])
+            recorded = await self._redis.mget([self._keys.delivery(Channel.GITHUB.value, guid) for guid in guids])
             asked = await self._redis.mget([self._keys.redelivery(guid) for guid in guids])
             for guid, seen, times in zip(guids, recorded, asked, strict=True):
                 last = failed[guid]
-                if seen == DONE:
+                if seen == DELIVERY_DONE:
                     continue
                 count = int(times or 0)
                 if count >= self._attempts:
