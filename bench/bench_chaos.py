@@ -7,10 +7,15 @@ Scenarios, each on a pipeline of its own, each bounded in deliveries and time:
    and started again at once;
 2. ``nats-restart``: the embedded nats-server stopped and started again, its store kept;
 3. ``valkey-restart``: the embedded Valkey, appending to a file (AOF), stopped and started again;
-4. ``ingress-sigkill``: a ``drydock serve ingress`` process SIGKILLed under load and started
-   again; the sender retries every non-2xx answer and every refused connection;
+4. ``ingress-sigkill``: a ``drydock serve ingress`` process SIGKILLed under load and started again;
 5. ``ingress-twice``: two ingress processes; every delivery sent to both at the same moment;
 6. ``stop``: the stop store (the dashboard's stop button) asked at a random moment of each run.
+
+In scenarios 1-4 the GitHub double sends each delivery as GitHub does: once, to the App's
+webhook, recording the attempt. GitHub never sends a failed delivery again by itself, so one the
+ingress answered 503 (NATS or Valkey down) or never answered (the ingress killed) comes back only
+when the active autofix controller's sweep asks for it (``drydock.channels.github.redelivery``).
+In scenarios 5 and 6 a sender of the bench's own posts each delivery and retries it.
 
 Every delivery is a mention on an issue of its own (one thread per delivery). The scripted model
 answers a run's first call with a ``github_comment`` tool call and its second with a final reply,
@@ -18,10 +23,11 @@ each after a random latency, so disruptions hit runs at every point.
 
 Definitions, per scenario:
 
-- deliveries: signed webhooks sent; a sender retries each (same body, same delivery id) until it
-  is answered 2xx or its deadline passes;
-- lost: a delivery answered 2xx whose thread never had a run that completed, nor a dead letter
-  (in the stop scenario, a run stopped by the request counts as answered too);
+- deliveries: signed webhooks sent; the bench's own sender retries each (same body, same delivery
+  id) until it is answered 2xx or its deadline passes;
+- lost: a delivery GitHub sent (whatever its first answer), or one the bench's sender had answered
+  2xx, whose thread never had a run that completed, nor a dead letter (in the stop scenario, a
+  run stopped by the request counts as answered too);
 - duplicated: threads with more than one reply comment (the dead letter's notice not counted) or
   more than one pull request in the GitHub double;
 - stuck: threads whose lease is still held, or whose last run event is a start with no ending,
@@ -30,7 +36,8 @@ Definitions, per scenario:
   that moment (started, not ended); p50 and max over all disruptions of the scenario.
 
 Settings are the defaults (lease TTL 30 s, ack wait 60 s, heartbeat 15 s), except the pipeline's
-test doubles and addresses. The target for resume p50 is the lease TTL + 5 s.
+test doubles and addresses and the redelivery sweep's interval (:data:`REDELIVER_INTERVAL`). The
+target for resume p50 is the lease TTL + 5 s.
 """
 
 from __future__ import annotations
@@ -76,6 +83,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "worker": {"heartbeat": WorkerSettings.model_fields["heartbeat"].default.total_seconds()},
 }
 """The pipeline shortens these for its tests; the benchmark puts the defaults back."""
+REDELIVER_INTERVAL = 5.0
+"""Seconds between the controller's sweeps for failed deliveries (60 by default): a delivery
+failed in a disruption is asked for again within a scenario's settle time."""
 SEND_DEADLINE = 90.0
 """How long a sender retries one delivery."""
 SETTLE = 4 * LEASE_TTL + 60
@@ -174,6 +184,8 @@ class Chaos:
         self.disruptions: list[float] = []
         self.affected: list[set[str]] = []
         self.retries = 0
+        self.guids: dict[int, str] = {}
+        """The delivery id of each delivery the GitHub double sent, by issue number."""
         self.observer = Observer()
 
     def request(self, number: int) -> SignedRequest:
@@ -205,6 +217,32 @@ class Chaos:
                     return
                 self.retries += 1
                 await asyncio.sleep(0.5)
+
+    async def deliver_as_github(self, url: str, *, spacing: float) -> None:
+        """Each delivery sent once by the GitHub double to the App's webhook at ``url``; every one
+        must end in a run, whatever the ingress first answered."""
+        stage = self.stage
+        stage.github.configure_webhook(stage.app, f"{url}/webhooks/github", GITHUB_SECRET)
+
+        async def send(number: int) -> None:
+            payload = mention(stage, f"@drydock please answer {marker(number)}", number=number)
+            self.answered.add(number)
+            self.guids[number] = (await stage.github.deliver_webhook(stage.app, "issue_comment", payload)).guid
+
+        senders = []
+        for number in self.numbers:
+            self.outcome.deliveries += 1
+            senders.append(asyncio.create_task(send(number)))
+            await asyncio.sleep(spacing)
+        await asyncio.gather(*senders)
+
+    def count_github_attempts(self) -> None:
+        """The 2xx column and the redeliveries, from the GitHub double's record of attempts."""
+        attempts = [self.stage.github.webhook_deliveries(guid) for guid in self.guids.values()]
+        self.outcome.answered = sum(any(200 <= a.status_code < 300 for a in tried) for tried in attempts)
+        failed_first = sum(not 200 <= tried[0].status_code < 300 for tried in attempts if tried)
+        self.retries = sum(a.redelivery for tried in attempts for a in tried)
+        self.outcome.notes.append(f"{failed_first} deliveries failed at their first attempt")
 
     async def deliver_all(self, urls: Callable[[], list[str]], *, spacing: float) -> None:
         senders = []
@@ -267,6 +305,8 @@ class Chaos:
                 break
             await asyncio.sleep(0.5)
         letters = {letter.thread_id for letter in await DeadLetters(stage.runtime.redis, stage.runtime.keys).all()}
+        if self.guids:
+            self.count_github_attempts()
         activity = activity_of(stage.github.state)
         answers = {EventType.COMPLETED, EventType.STOPPED} if stopped_counts else {EventType.COMPLETED}
         endings: dict[str, int] = {}
@@ -301,6 +341,7 @@ class Chaos:
         outcome.notes.append(
             f"threads with each ending: {dict(sorted(endings.items()))}, dead letters {len(letters & wanted)}, "
             f"{self.disruptions_done} disruptions, {self.retries} deliveries sent again"
+            + (" (redelivered by GitHub on the controller's request)" if self.guids else "")
         )
         requests = stage.model.requests
         for moment, affected in zip(self.disruptions, self.affected, strict=True):
@@ -330,14 +371,20 @@ async def chaos(
         lease=DEFAULTS["lease"],
         nats=DEFAULTS["nats"],
         worker=DEFAULTS["worker"],
+        autofix_controller=True,
+        github={"redeliver_interval": REDELIVER_INTERVAL},
     ) as stage:
         run = Chaos(stage, name, numbers, rng)
         await run.observer.follow(stage)
         yield run
 
 
+def ingress_url(stage: Stage) -> str:
+    return str(stage.ingress.base_url).rstrip("/")
+
+
 def in_process_ingress(stage: Stage) -> Callable[[], list[str]]:
-    url = str(stage.ingress.base_url).rstrip("/")
+    url = ingress_url(stage)
     return lambda: [url]
 
 
@@ -407,7 +454,7 @@ async def worker_sigkill(root: Path) -> Outcome:
 
         moments = [run.rng.uniform(4, 20) for _ in range(3)]
         await asyncio.gather(
-            run.deliver_all(in_process_ingress(run.stage), spacing=1.0), run.disrupt(moments, kill_and_restart)
+            run.deliver_as_github(ingress_url(run.stage), spacing=1.0), run.disrupt(moments, kill_and_restart)
         )
         return await run.settle_and_count()
 
@@ -422,7 +469,7 @@ async def server_restart(root: Path, name: str, server: str) -> Outcome:
             await embedded.start()
 
         moments = [run.rng.uniform(4, 16) for _ in range(2)]
-        await asyncio.gather(run.deliver_all(in_process_ingress(run.stage), spacing=1.0), run.disrupt(moments, restart))
+        await asyncio.gather(run.deliver_as_github(ingress_url(run.stage), spacing=1.0), run.disrupt(moments, restart))
         return await run.settle_and_count()
 
 
@@ -436,9 +483,7 @@ async def ingress_sigkill(root: Path) -> Outcome:
             await ingress.start()
 
         moments = [run.rng.uniform(1, 8) for _ in range(2)]
-        await asyncio.gather(
-            run.deliver_all(lambda: [ingress.url], spacing=0.3), run.disrupt(moments, kill_and_restart)
-        )
+        await asyncio.gather(run.deliver_as_github(ingress.url, spacing=0.3), run.disrupt(moments, kill_and_restart))
         outcome = await run.settle_and_count()
         outcome.resumes.clear()
         return outcome
