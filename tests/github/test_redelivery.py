@@ -17,6 +17,7 @@ from redis.asyncio import Redis
 from drydock.channels.github.redelivery import OVERLAP, Redeliveries
 from drydock.github import GithubClient
 from drydock.infra.redis import Keys
+from drydock.telemetry import REGISTRY
 from tests.fakes.github import FakeGithub
 from tests.fakes.github import webhooks as payloads
 from tests.fakes.github.state import App, Installation
@@ -73,6 +74,10 @@ async def deliver(github: FakeGithub, app: App) -> str:
     return (await github.deliver_webhook(app, "issue_comment", payload)).guid
 
 
+def asked_total() -> float:
+    return REGISTRY.get_sample_value("drydock_github_redeliveries_total", {"outcome": "asked"}) or 0.0
+
+
 def later(by: timedelta) -> datetime:
     return datetime.now(UTC) + by
 
@@ -85,10 +90,12 @@ class TestRedeliveries:
         guid = await deliver(github, app)
         sweeper = redeliveries(client, redis, keys, github.base_url, app)
 
+        asked_before = asked_total()
         swept = await sweeper.sweep(later(INTERVAL))
         await github.redeliveries_settled()
 
         assert swept.asked == [guid]
+        assert asked_total() == asked_before + 1
         assert [seen_guid for seen_guid, _ in receiver.seen] == [guid, guid]
         assert receiver.seen[0][1] == receiver.seen[1][1]
         attempts = github.webhook_deliveries(guid)

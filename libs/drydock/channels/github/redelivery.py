@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import structlog
+from prometheus_client import Counter
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
@@ -33,6 +34,7 @@ from drydock.config import GithubSettings
 from drydock.errors import OutboundFailed, describe
 from drydock.github.hook_deliveries import HookDeliveries, HookDelivery
 from drydock.infra.redis import Keys
+from drydock.telemetry import REGISTRY
 
 log = structlog.get_logger(__name__)
 
@@ -44,6 +46,13 @@ MAX_PAUSE = timedelta(hours=1)
 LISTED_AT_MOST = 10_000
 """Attempts read per sweep at most (100 pages); older ones are left, with a warning."""
 RETRYABLE = frozenset({0, 408, 429})
+REDELIVERIES = Counter(
+    "drydock_github_redeliveries",
+    "Failed GitHub webhook deliveries by what the sweep did: asked (GitHub took the request), refused "
+    "(it did not), given_up (still failing after every attempt).",
+    ["outcome"],
+    registry=REGISTRY,
+)
 
 
 def retryable(status_code: int) -> bool:
@@ -117,6 +126,7 @@ class Redeliveries:
         try:
             await self._github.redeliver(last.id)
         except OutboundFailed as error:
+            REDELIVERIES.labels("refused").inc()
             log.warning(
                 "GitHub did not take a redelivery request",
                 guid=last.guid,
@@ -129,6 +139,7 @@ class Redeliveries:
             pipe.incr(key)
             pipe.expire(key, timedelta(days=3))
             await pipe.execute()
+        REDELIVERIES.labels("asked").inc()
         log.info(
             "failed webhook delivery asked for again",
             guid=last.guid,
@@ -141,6 +152,7 @@ class Redeliveries:
     async def _give_up(self, last: HookDelivery, count: int) -> None:
         # One more than the attempts marks the delivery as reported, so the line is written once.
         await self._redis.incr(self._keys.redelivery(last.guid))
+        REDELIVERIES.labels("given_up").inc()
         log.error(
             "webhook delivery still failing after every redelivery; it is not asked for again",
             guid=last.guid,
