@@ -239,17 +239,6 @@ class TestOneDelivery:
         assert found["response"]["payload"] == "ok"
         assert found["response"]["headers"]["content-length"] == "2"
 
-    async def test_an_unknown_or_another_apps_delivery_is_404(
-        self, github: FakeGithub, client: httpx.AsyncClient, app: App
-    ) -> None:
-        other = github.create_app("other")
-        github.configure_webhook(other, str(app.webhook_url), SECRET)
-        theirs = await github.deliver_webhook(other, "ping", webhooks.ping())
-        for delivery_id in (theirs.id, 999_999, "nope"):
-            response = await client.get(f"/app/hook/deliveries/{delivery_id}", headers=as_app(app))
-            assert response.status_code == 404
-            assert response.json()["message"] == "Not Found"
-
 
 class TestRedelivery:
     async def redeliver(self, client: httpx.AsyncClient, app: App, delivery: HookDelivery) -> httpx.Response:
@@ -301,18 +290,6 @@ class TestRedelivery:
         await github.redeliveries_settled()
         assert github.webhook_deliveries() == [delivery]
 
-    async def test_an_unknown_or_another_apps_delivery_is_404(
-        self, github: FakeGithub, client: httpx.AsyncClient, app: App
-    ) -> None:
-        other = github.create_app("other")
-        github.configure_webhook(other, str(app.webhook_url), SECRET)
-        theirs = await github.deliver_webhook(other, "ping", webhooks.ping())
-        for delivery_id in (theirs.id, 999_999, "nope"):
-            response = await client.post(f"/app/hook/deliveries/{delivery_id}/attempts", headers=as_app(app))
-            assert response.status_code == 404
-        await github.redeliveries_settled()
-        assert github.webhook_deliveries() == [theirs]
-
     async def test_a_redelivery_under_way_is_cancelled_when_the_fake_stops(self, receiver: Receiver) -> None:
         async with FakeGithub() as github, httpx.AsyncClient(base_url=github.base_url) as client:
             app = github.create_app()
@@ -325,3 +302,18 @@ class TestRedelivery:
         assert task.cancelled()
         assert not github.state.redeliveries
         assert github.webhook_deliveries() == [delivery]
+
+
+@pytest.mark.parametrize(("method", "suffix"), [("GET", ""), ("POST", "/attempts")])
+async def test_an_unknown_or_another_apps_delivery_is_404(
+    github: FakeGithub, client: httpx.AsyncClient, app: App, method: str, suffix: str
+) -> None:
+    other = github.create_app("other")
+    github.configure_webhook(other, str(app.webhook_url), SECRET)
+    theirs = await github.deliver_webhook(other, "ping", webhooks.ping())
+    for delivery_id in (theirs.id, 999_999, "nope"):
+        response = await client.request(method, f"/app/hook/deliveries/{delivery_id}{suffix}", headers=as_app(app))
+        assert response.status_code == 404
+        assert response.json()["message"] == "Not Found"
+    await github.redeliveries_settled()
+    assert github.webhook_deliveries() == [theirs]
