@@ -3,7 +3,8 @@ make the decisions durable, and only then say yes.
 
 The order is the contract with the sender: a 2xx means every inbox message, wake and event of
 the delivery was acknowledged by JetStream; anything else says it failed. Slack retries a failed
-delivery by itself; GitHub only records it, to be redelivered by hand or through its API.
+delivery by itself; GitHub only records it, and the active autofix controller asks GitHub for it
+again (:mod:`drydock.channels.github.redelivery`).
 """
 
 from __future__ import annotations
