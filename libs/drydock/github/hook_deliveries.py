@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import httpx
+
 from drydock.errors import OutboundFailed
 from drydock.github.installations import Installations
-from drydock.github.pagination import PER_PAGE
-from drydock.github.responses import Answer, checked_list, failure
+from drydock.github.pagination import pages
+from drydock.github.responses import failure
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,7 @@ class HookDelivery:
         return cls(
             id=int(item["id"]),
             guid=str(item["guid"]),
-            delivered_at=datetime.fromisoformat(str(item["delivered_at"]).replace("Z", "+00:00")),
+            delivered_at=_delivered_at(item),
             status_code=int(item.get("status_code") or 0),
             event=str(item.get("event") or ""),
             redelivery=bool(item.get("redelivery")),
@@ -42,26 +44,29 @@ class HookDelivery:
         return 200 <= self.status_code < 300
 
 
+def _delivered_at(item: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(str(item["delivered_at"]).replace("Z", "+00:00"))
+
+
 class HookDeliveries(Installations):
     async def hook_deliveries(self, since: datetime, *, limit: int) -> list[HookDelivery]:
         """The App's delivery attempts from ``since`` on, newest first (GitHub's order), at most
         ``limit``; the listing has no date filter, so its pages are read until one reaches ``since``."""
-        found: list[HookDelivery] = []
-        url: str | None = "/app/hook/deliveries"
-        query: dict[str, str] | None = {"per_page": str(PER_PAGE)}
-        while url is not None and len(found) < limit:
-            response = await self.send(self.as_app, "GET", url, params=query)
-            for item in checked_list(response, "listing the App's webhook deliveries"):
-                try:
-                    delivery = HookDelivery.of(item)
-                except (KeyError, TypeError, ValueError) as error:
-                    raise OutboundFailed(f"GitHub listed a webhook delivery Drydock cannot read: {error!r}") from None
-                if delivery.delivered_at < since:
-                    return found
-                found.append(delivery)
-            # The next link carries the cursor and the page size.
-            url, query = Answer.of(response).next_url, None
-        return found[:limit]
+
+        async def fetch(url: str, params: dict[str, str] | None) -> httpx.Response:
+            return await self.send(self.as_app, "GET", url, params=params)
+
+        try:
+            items = await pages(
+                fetch,
+                "/app/hook/deliveries",
+                "listing the App's webhook deliveries",
+                limit=limit,
+                until=lambda item: _delivered_at(item) < since,
+            )
+            return [HookDelivery.of(item) for item in items]
+        except (KeyError, TypeError, ValueError) as error:
+            raise OutboundFailed(f"GitHub listed a webhook delivery Drydock cannot read: {error!r}") from None
 
     async def redeliver(self, delivery_id: int) -> None:
         """Ask GitHub to deliver an attempt's payload again; GitHub answers 202 and sends it later."""

@@ -21,15 +21,23 @@ async def pages(
     limit: int,
     field: str | None = None,
     params: dict[str, str] | None = None,
+    until: Callable[[dict[str, Any]], bool] | None = None,
 ) -> list[dict[str, Any]]:
-    """Every item of a listing, oldest first as GitHub orders it, at most ``limit``; ``field``
-    names the array when GitHub answers with an object (``check_runs``, ``repositories``)."""
+    """Every item of a listing, in GitHub's order, at most ``limit``; ``field`` names the array
+    when GitHub answers with an object (``check_runs``, ``repositories``). With ``until``, the
+    listing ends before the first item it holds true for (a listing of the newest first, read back
+    to a date)."""
     found: list[dict[str, Any]] = []
     url: str | None = path
     query: dict[str, str] | None = (params or {}) | {"per_page": str(PER_PAGE)}
     while url is not None and len(found) < limit:
         response = await fetch(url, query)
-        found += checked_list(response, doing, field)
+        items = checked_list(response, doing, field)
+        if until is not None:
+            ended = next((index for index, item in enumerate(items) if until(item)), None)
+            if ended is not None:
+                return (found + items[:ended])[:limit]
+        found += items
         # The next link carries the whole query, page number included.
         url, query = Answer.of(response).next_url, None
     return found[:limit]

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import structlog
 from prometheus_client import Counter
@@ -100,8 +101,12 @@ class Redeliveries:
         held: list[datetime] = []
         if failed:
             guids = list(failed)
-            recorded = await self._redis.mget([self._keys.delivery(Channel.GITHUB.value, guid) for guid in guids])
-            asked = await self._redis.mget([self._keys.redelivery(guid) for guid in guids])
+            # One round trip: the ingress's record of each delivery, then the times it was asked for.
+            found = await self._redis.mget(
+                [self._keys.delivery(Channel.GITHUB.value, guid) for guid in guids]
+                + [self._keys.redelivery(guid) for guid in guids]
+            )
+            recorded, asked = found[: len(guids)], found[len(guids) :]
             for guid, seen, times in zip(guids, recorded, asked, strict=True):
                 last = failed[guid]
                 if seen == DELIVERY_DONE:
@@ -127,12 +132,7 @@ class Redeliveries:
             await self._github.redeliver(last.id)
         except OutboundFailed as error:
             REDELIVERIES.labels("refused").inc()
-            log.warning(
-                "GitHub did not take a redelivery request",
-                guid=last.guid,
-                github_event=last.event,
-                error=describe(error),
-            )
+            _about(last).warning("GitHub did not take a redelivery request", error=describe(error))
             return False
         key = self._keys.redelivery(last.guid)
         async with self._redis.pipeline(transaction=True) as pipe:
@@ -140,25 +140,15 @@ class Redeliveries:
             pipe.expire(key, timedelta(days=3))
             await pipe.execute()
         REDELIVERIES.labels("asked").inc()
-        log.info(
-            "failed webhook delivery asked for again",
-            guid=last.guid,
-            github_event=last.event,
-            status_code=last.status_code,
-            attempt=count + 1,
-        )
+        _about(last).info("failed webhook delivery asked for again", attempt=count + 1)
         return True
 
     async def _give_up(self, last: HookDelivery, count: int) -> None:
         # One more than the attempts marks the delivery as reported, so the line is written once.
         await self._redis.incr(self._keys.redelivery(last.guid))
         REDELIVERIES.labels("given_up").inc()
-        log.error(
-            "webhook delivery still failing after every redelivery; it is not asked for again",
-            guid=last.guid,
-            github_event=last.event,
-            status_code=last.status_code,
-            redeliveries=count,
+        _about(last).error(
+            "webhook delivery still failing after every redelivery; it is not asked for again", redeliveries=count
         )
 
     async def run_forever(self, *, stop: asyncio.Event) -> None:
@@ -173,6 +163,10 @@ class Redeliveries:
                 log.warning("failed webhook deliveries not swept: GitHub unavailable", error=describe(error))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=self._interval.total_seconds())
+
+
+def _about(last: HookDelivery) -> Any:
+    return log.bind(guid=last.guid, github_event=last.event, status_code=last.status_code)
 
 
 def _failed(attempts: list[HookDelivery]) -> dict[str, HookDelivery]:
