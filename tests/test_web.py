@@ -22,7 +22,7 @@ from redis.asyncio import Redis
 from drydock.bus import Bus
 from drydock.config import Environment, HttpSettings, Settings
 from drydock.embedded import free_port
-from drydock.http import DirectRoute, ListenError, create_app, serve
+from drydock.http import DirectRoute, ListenError, built, create_app, serve
 from drydock.infra.redis import Keys
 from drydock.runtime import Runtime
 from tests.waiting import eventually
@@ -153,12 +153,9 @@ class TestDirectRoutes:
         async def hot(request: Request) -> Response:
             return JSONResponse({"body": (await request.body()).decode()})
 
-        def routes(_: Runtime) -> APIRouter:
-            router = APIRouter()
-            router.routes.append(DirectRoute("/hot", hot, methods=["POST"]))
-            return router
-
-        app = create_app("web", runtime_for_web, [routes])
+        router = APIRouter()
+        router.routes.append(DirectRoute("/hot", hot, methods=["POST"]))
+        app = create_app("web", runtime_for_web, [built(router)])
         layers: list[str] = []
 
         @app.middleware("http")
@@ -309,3 +306,29 @@ class TestAppFromTheEnvironment:
         app = create_app("web")
         assert not (tmp_path / ".drydock").exists()
         assert app.openapi_url is None
+
+
+class TestRoutesLifetime:
+    async def test_routes_are_opened_at_start_and_closed_at_stop_while_the_runtime_is_still_open(
+        self, env: pytest.MonkeyPatch, tmp_path: Path, settings: Settings
+    ) -> None:
+        assert settings.nats.url is not None
+        assert settings.redis.url is not None
+        env.chdir(tmp_path)
+        env.setenv("DRYDOCK_NATS_URL", settings.nats.url)
+        env.setenv("DRYDOCK_REDIS_URL", settings.redis.url)
+        seen: list[str] = []
+
+        @contextlib.asynccontextmanager
+        async def routes(runtime: Runtime) -> AsyncIterator[APIRouter]:
+            seen.append("opened")
+            try:
+                yield APIRouter()
+            finally:
+                seen.append(f"closed with the store answering {await runtime.redis.ping()}")
+
+        app = create_app("web", routers=[routes])
+        assert seen == []
+        async with app.router.lifespan_context(app):
+            assert seen == ["opened"]
+        assert seen == ["opened", "closed with the store answering True"]

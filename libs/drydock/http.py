@@ -34,8 +34,20 @@ from drydock.runtime import Runtime, open_runtime
 from drydock.telemetry import metrics_response, workers_registry
 from drydock.telemetry.tracing import traced_asgi
 
-RouterFactory = Callable[[Runtime], APIRouter]
-"""Builds a service's routes on a runtime; the web app's are listed in ``services.web.app``."""
+RouterFactory = Callable[[Runtime], contextlib.AbstractAsyncContextManager[APIRouter]]
+"""Opens a service's routes on a runtime when the app starts, and closes what they hold (clients,
+writes still waiting) when it stops; the web app's are listed in ``services.web.app``."""
+
+
+def built(router: APIRouter) -> RouterFactory:
+    """A factory of routes built beforehand, whose builder closes what they hold."""
+
+    @contextlib.asynccontextmanager
+    async def opened(_: Runtime) -> AsyncIterator[APIRouter]:
+        yield router
+
+    return opened
+
 
 ErrorPage = Callable[[Request, int, str], Awaitable[Response]]
 """An HTML page for an error status and its detail."""
@@ -131,13 +143,15 @@ def create_app(name: str, runtime: Runtime | None = None, routers: list[RouterFa
 
     @contextlib.asynccontextmanager
     async def lifespan(app: _App) -> AsyncIterator[None]:
-        if runtime is not None:
-            _mount(app, runtime, routers or [])
-            yield
-            return
-        # The development key is read (or made) at start-up, not when the module is imported.
-        async with open_runtime(_with_development_keys(settings), name=name) as opened:
-            _mount(app, opened, routers or [])
+        # Entered in this order so that the routes close what they hold (the ingress's last done
+        # marks) while the runtime they write through is still open.
+        async with contextlib.AsyncExitStack() as stack:
+            if runtime is not None:
+                await _mount(app, runtime, routers or [], stack)
+            else:
+                # The development key is read (or made) at start-up, not when the module is imported.
+                opened = await stack.enter_async_context(open_runtime(_with_development_keys(settings), name=name))
+                await _mount(app, opened, routers or [], stack)
             yield
 
     documented = settings.environment is Environment.DEVELOPMENT
@@ -187,10 +201,10 @@ def _with_development_keys(settings: Settings) -> Settings:
     return settings
 
 
-def _mount(app: _App, runtime: Runtime, routers: list[RouterFactory]) -> None:
+async def _mount(app: _App, runtime: Runtime, routers: list[RouterFactory], stack: contextlib.AsyncExitStack) -> None:
     app.state.runtime = runtime
     for factory in routers:
-        router = factory(runtime)
+        router = await stack.enter_async_context(factory(runtime))
         if isinstance(router, SiteRouter):
             app.state.error_page = router.error_page
         app.direct.update({route.path: route for route in router.routes if isinstance(route, DirectRoute)})

@@ -3,6 +3,9 @@ standalone service (``drydock serve dashboard``)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 from fastapi import APIRouter, Request, Response
 
 from drydock.http import ErrorPage, SiteRouter, create_app, serve
@@ -69,21 +72,22 @@ def error_page(dashboard: Dashboard, rendering: Pages) -> ErrorPage:
     return render
 
 
-def router(runtime: Runtime) -> APIRouter:
-    """The dashboard's router factory (mounted by ``services.web.app``): the dashboard on ``runtime``."""
-    return build(Dashboard.from_runtime(runtime))
+@contextlib.asynccontextmanager
+async def router(runtime: Runtime) -> AsyncIterator[APIRouter]:
+    """The dashboard's router factory (mounted by ``services.web.app``): the dashboard on
+    ``runtime``, its clients closed when the app stops."""
+    dashboard = Dashboard.from_runtime(runtime)
+    try:
+        routes = build(dashboard)
+        freeze_startup_objects()
+        yield routes
+    finally:
+        await dashboard.aclose()
 
 
 async def run(runtime: Runtime) -> None:
     """Serve the dashboard alone (health, readiness, metrics, pages and API) until cancelled."""
-    dashboard = Dashboard.from_runtime(runtime)
-    http = runtime.settings.http
-    try:
-        routes = build(dashboard)
-        freeze_startup_objects()
-        await serve(create_app("dashboard", runtime, [lambda _: routes]), http)
-    finally:
-        await dashboard.aclose()
+    await serve(create_app("dashboard", runtime, [router]), runtime.settings.http)
 
 
 def listens(runtime: Runtime) -> str:

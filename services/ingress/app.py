@@ -3,6 +3,9 @@ standalone service (``drydock serve ingress``)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 from fastapi import APIRouter
 
 from drydock.http import create_app, serve
@@ -12,22 +15,21 @@ from services.ingress.accept import Ingress
 from services.ingress.webhooks import webhook_router
 
 
-def router(runtime: Runtime) -> APIRouter:
-    """The ingress's router factory (mounted by ``services.web.app``): the webhook endpoints on ``runtime``."""
+@contextlib.asynccontextmanager
+async def router(runtime: Runtime) -> AsyncIterator[APIRouter]:
+    """The ingress's router factory (mounted by ``services.web.app``): the webhook endpoints on
+    ``runtime``, and its clients closed and its last done marks written when the app stops."""
     ingress = Ingress.from_runtime(runtime)
     freeze_startup_objects()
-    return webhook_router(ingress)
+    try:
+        yield webhook_router(ingress)
+    finally:
+        await ingress.aclose()
 
 
 async def run(runtime: Runtime) -> None:
     """Serve the ingress alone (health, readiness, metrics and the webhooks) until cancelled."""
-    ingress = Ingress.from_runtime(runtime)
-    http = runtime.settings.http
-    freeze_startup_objects()
-    try:
-        await serve(create_app("ingress", runtime, [lambda _: webhook_router(ingress)]), http)
-    finally:
-        await ingress.aclose()
+    await serve(create_app("ingress", runtime, [router]), runtime.settings.http)
 
 
 def listens(runtime: Runtime) -> str:

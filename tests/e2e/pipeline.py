@@ -45,8 +45,7 @@ from drydock.worker.role_spec import RoleSpec
 from drydock.worker.roles import analyzer, coder, reviewer
 from services.autofix_controller.serving import controller_service
 from services.credential_proxy.server import serving
-from services.ingress.accept import Ingress
-from services.ingress.webhooks import webhook_router
+from services.ingress.app import router as ingress_routes
 from tests.e2e.dashboard import dashboard_section, serving_dashboard
 from tests.fakes import signing
 from tests.fakes.git_server import GitServer
@@ -285,10 +284,8 @@ async def pipeline(
         await accounts.save_repository(RepositorySettings(full_name=REPOSITORY, reviewer=False))
 
         ingress_runtime = await as_service("ingress")
-        ingress = Ingress.from_runtime(ingress_runtime)
-        stack.push_async_callback(ingress.aclose)
         server = await stack.enter_async_context(
-            LoopbackServer(create_app("ingress", ingress_runtime, [lambda _: webhook_router(ingress)]), lifespan=True)
+            LoopbackServer(create_app("ingress", ingress_runtime, [ingress_routes]), lifespan=True)
         )
         client = await stack.enter_async_context(httpx.AsyncClient(base_url=server.base_url, timeout=30))
         stage = Stage(settings, overrides, runtime, github, app, installation, git, slack, linear, model, client, root)

@@ -19,7 +19,7 @@ from drydock.bus import Bus, GithubEvent, InboxMessage, Wake, subjects
 from drydock.bus import streams as bus_streams
 from drydock.channels.outbound import Outbound
 from drydock.config import Settings
-from drydock.http import create_app
+from drydock.http import built, create_app
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.runtime import Runtime
@@ -110,7 +110,7 @@ def start_ingress(settings: Settings, nats_client: Any, bus: Bus, redis: Any, ke
         configured = ingress_settings(settings, **sections)
         runtime = Runtime(configured, nats_client, bus, redis, keys)
         ingress = Ingress(runtime, outbound or Outbound({}, {}, []), outbound.github if outbound else None)
-        app = create_app("ingress-test", runtime, [lambda _: webhook_router(ingress)])
+        app = create_app("ingress-test", runtime, [built(webhook_router(ingress))])
         async with (
             LoopbackServer(app, lifespan=True, http=configured.http) as server,
             httpx.AsyncClient(base_url=server.base_url) as client,

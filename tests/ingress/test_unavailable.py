@@ -22,7 +22,7 @@ from drydock.bus.streams import INBOX_STREAM
 from drydock.channels.outbound import Outbound
 from drydock.config import Settings
 from drydock.embedded import EmbeddedServer, nats_server, valkey_server
-from drydock.http import create_app
+from drydock.http import built, create_app
 from drydock.infra.redis import Keys, connect_redis
 from drydock.infra.store_epoch import establish
 from drydock.runtime import Runtime
@@ -101,7 +101,7 @@ async def ingress_on(
     await accounts.save_repository(RepositorySettings(full_name=f"{ORG}/{REPO}"))
     runtime = Runtime(own, nc, bus, redis, keys, await establish(bus.js, redis, keys))
     ingress = Ingress(runtime, Outbound({}, {}, []))
-    app = create_app("ingress-outage", runtime, [lambda _: webhook_router(ingress)])
+    app = create_app("ingress-outage", runtime, [built(webhook_router(ingress))])
     try:
         async with LoopbackServer(app, lifespan=True) as server, httpx.AsyncClient(base_url=server.base_url) as client:
             yield client, nc, bus
