@@ -14,6 +14,7 @@ import structlog
 from fastapi import FastAPI, Request, Response
 from redis.asyncio import Redis
 
+from drydock.channels.github.given_up import KEPT_BY_GITHUB, GivenUpDeliveries
 from drydock.channels.github.redelivery import OVERLAP, Redeliveries
 from drydock.github import GithubClient
 from drydock.infra.redis import Keys
@@ -188,3 +189,62 @@ class TestRedeliveries:
         assert (await sweeper.sweep(failed_at + 10 * INTERVAL)).asked == []
         await redis.set(keys.redeliveries_swept(), (failed_at + OVERLAP).timestamp())
         assert (await sweeper.sweep(failed_at + 10 * INTERVAL)).asked == [guid]
+
+
+async def given_up(github: FakeGithub, app: App, sweeper: Redeliveries, redis: Redis, keys: Keys) -> str:
+    """A delivery that failed, was asked for once, failed again and was given up."""
+    guid = await deliver(github, app)
+    assert (await sweeper.sweep(later(INTERVAL))).asked == [guid]
+    await github.redeliveries_settled()
+    # The sweeps here run at times ahead of GitHub's clock, and so do their marks.
+    await redis.delete(keys.redeliveries_swept())
+    assert (await sweeper.sweep(later(timedelta(hours=2)))).given_up == [guid]
+    await redis.delete(keys.redeliveries_swept())
+    return guid
+
+
+class TestGivenUp:
+    async def test_a_delivery_given_up_is_kept_for_administrators_with_its_last_attempt(
+        self, github: FakeGithub, app: App, client: GithubClient, receiver: Receiver, redis: Redis, keys: Keys
+    ) -> None:
+        receiver.answers = [503, 502]
+        guid = await given_up(
+            github, app, redeliveries(client, redis, keys, github.base_url, app, attempts=1), redis, keys
+        )
+
+        [record] = await GivenUpDeliveries(redis, keys).all()
+
+        last = max(github.webhook_deliveries(guid), key=lambda attempt: attempt.delivered_at)
+        assert (record.guid, record.id, record.event, record.action, record.status_code, record.redeliveries) == (
+            guid, last.id, "issue_comment", "created", 502, 1,
+        )  # fmt: skip
+        assert record.repository_id == last.repository_id is not None
+
+    async def test_asked_for_again_it_arrives_and_the_sweep_may_ask_for_it_again_as_new(
+        self, github: FakeGithub, app: App, client: GithubClient, receiver: Receiver, redis: Redis, keys: Keys
+    ) -> None:
+        receiver.answers = [503]
+        sweeper = redeliveries(client, redis, keys, github.base_url, app, attempts=1)
+        guid = await given_up(github, app, sweeper, redis, keys)
+        records = GivenUpDeliveries(redis, keys)
+        [record] = await records.all()
+
+        await records.redeliver(record, client)
+        await github.redeliveries_settled()
+
+        assert [seen_guid for seen_guid, _ in receiver.seen] == [guid, guid, guid]
+        assert await records.all() == []
+        assert (await sweeper.sweep(later(timedelta(hours=3)))).asked == [guid]
+
+    async def test_a_record_github_no_longer_keeps_is_dropped_when_read(
+        self, github: FakeGithub, app: App, client: GithubClient, receiver: Receiver, redis: Redis, keys: Keys
+    ) -> None:
+        receiver.answers = [503]
+        await given_up(github, app, redeliveries(client, redis, keys, github.base_url, app, attempts=1), redis, keys)
+        records = GivenUpDeliveries(redis, keys)
+        [record] = await records.all()
+        last_attempt = datetime.fromisoformat(record.delivered_at)
+
+        assert await records.all(now=last_attempt + KEPT_BY_GITHUB - timedelta(minutes=1)) == [record]
+        assert await records.all(now=last_attempt + KEPT_BY_GITHUB + timedelta(minutes=1)) == []
+        assert await records.all() == []

@@ -27,9 +27,12 @@ class HookDelivery:
     """The receiver's HTTP status; 0 when there was no answer (a timeout, a refused connection)."""
     event: str
     redelivery: bool
+    action: str | None = None
+    repository_id: int | None = None
 
     @classmethod
     def of(cls, item: dict[str, Any]) -> HookDelivery:
+        repository_id = item.get("repository_id")
         return cls(
             id=int(item["id"]),
             guid=str(item["guid"]),
@@ -37,6 +40,8 @@ class HookDelivery:
             status_code=int(item.get("status_code") or 0),
             event=str(item.get("event") or ""),
             redelivery=bool(item.get("redelivery")),
+            action=str(item["action"]) if item.get("action") else None,
+            repository_id=int(repository_id) if repository_id is not None else None,
         )
 
     @property

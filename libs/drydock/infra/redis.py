@@ -323,6 +323,11 @@ class Keys:
         """How many times GitHub was asked to deliver the webhook ``guid`` again."""
         return f"{self.prefix}:redelivery:{guid}"
 
+    def deliveries_given_up(self) -> str:
+        """GitHub webhook deliveries still failing after every redelivery (guid → JSON record),
+        for the dashboard (:mod:`drydock.channels.github.given_up`)."""
+        return f"{self.prefix}:deliveries-given-up"
+
     def account_link(self, provider: str, external_id: str) -> str:
         """The Drydock user an external account (GitHub, Slack, Linear) is linked to."""
         return f"{self.prefix}:account:{provider}:{external_id}"

@@ -14,3 +14,17 @@ class DeadLetterIO(BaseModel):
     deliveries: int
     error: str
     buried_at: str
+
+
+class GivenUpDeliveryIO(BaseModel):
+    """A GitHub webhook delivery still failing after every redelivery the sweep asked for."""
+
+    guid: str
+    id: int
+    event: str
+    action: str | None
+    repository_id: int | None
+    status_code: int
+    delivered_at: str
+    redeliveries: int
+    given_up_at: str

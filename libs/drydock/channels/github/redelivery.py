@@ -8,7 +8,9 @@ redelivery keeps) that has no successful attempt, whose last attempt failed for 
 can mend (no answer, 408, 429, 5xx; the ingress's other 4xx answer the payload itself) and that
 the ingress has not recorded as done. Each delivery is asked for at most ``redeliver_attempts``
 times, the pauses doubling from the interval up to :data:`MAX_PAUSE`, so an outage of hours is
-covered and a delivery that keeps failing ends with one error line.
+covered and a delivery that keeps failing ends with one error line and a record administrators
+see on the dashboard's dead-letters page, from which they may ask for it again
+(:mod:`drydock.channels.github.given_up`).
 
 GitHub lists attempts newest first without a date filter, so each sweep reads back to a mark in
 Redis: the start of the previous sweep, or the last attempt of a delivery still waiting for its
@@ -30,6 +32,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from drydock.bus.envelopes import Channel
+from drydock.channels.github.given_up import GivenUpDeliveries
 from drydock.channels.intents import DELIVERY_DONE
 from drydock.config import GithubSettings
 from drydock.errors import OutboundFailed, describe
@@ -78,6 +81,7 @@ class Redeliveries:
         self._attempts = settings.redeliver_attempts
         self._interval = settings.redeliver_interval
         self._max_age = settings.redeliver_max_age
+        self._records = GivenUpDeliveries(redis, keys)
 
     def pause(self, asked: int) -> timedelta:
         """How long after a delivery's last failed attempt it is asked for again, having been asked ``asked`` times."""
@@ -114,7 +118,7 @@ class Redeliveries:
                 count = int(times or 0)
                 if count >= self._attempts:
                     if count == self._attempts:
-                        await self._give_up(last, count)
+                        await self._give_up(last, count, now)
                         sweep.given_up.append(guid)
                     continue
                 if seen is not None or now - last.delivered_at < self.pause(count):
@@ -143,9 +147,8 @@ class Redeliveries:
         _about(last).info("failed webhook delivery asked for again", attempt=count + 1)
         return True
 
-    async def _give_up(self, last: HookDelivery, count: int) -> None:
-        # One more than the attempts marks the delivery as reported, so the line is written once.
-        await self._redis.incr(self._keys.redelivery(last.guid))
+    async def _give_up(self, last: HookDelivery, count: int, now: datetime) -> None:
+        await self._records.record(last, count, at=now)
         REDELIVERIES.labels("given_up").inc()
         _about(last).error(
             "webhook delivery still failing after every redelivery; it is not asked for again", redeliveries=count

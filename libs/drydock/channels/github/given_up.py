@@ -1,0 +1,97 @@
+"""GitHub webhook deliveries the redelivery sweep gave up on, kept for administrators: the
+dashboard lists them beside the dead letters and asks GitHub for one again.
+
+Such a delivery never reached a thread (it was never routed), so it is not a dead letter of
+one. GitHub keeps a delivery for three days; an older record could not be delivered again and
+is dropped when the records are read."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from typing import cast
+
+from redis.asyncio import Redis
+
+from drydock.github.hook_deliveries import HookDeliveries, HookDelivery
+from drydock.infra.redis import Keys
+
+KEPT_BY_GITHUB = timedelta(days=3)
+
+
+@dataclass(frozen=True)
+class GivenUpDelivery:
+    guid: str
+    """The ``X-GitHub-Delivery`` of every attempt at this delivery."""
+    id: int
+    """GitHub's id of the last attempt, which a redelivery request names."""
+    event: str
+    action: str | None
+    repository_id: int | None
+    status_code: int
+    """The last attempt's answer; 0 when there was none."""
+    delivered_at: str
+    """The last attempt, ISO 8601, UTC."""
+    redeliveries: int
+    given_up_at: str
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, raw: str) -> GivenUpDelivery:
+        return cls(**json.loads(raw))
+
+
+class GivenUpDeliveries:
+    def __init__(self, redis: Redis, keys: Keys) -> None:
+        self._redis = redis
+        self._keys = keys
+
+    async def record(self, last: HookDelivery, redeliveries: int, *, at: datetime) -> None:
+        """Keep ``last``, the final failed attempt; the sweep's count for it is set past the
+        attempts in the same transaction, so the sweep reports it once."""
+        given_up = GivenUpDelivery(
+            guid=last.guid,
+            id=last.id,
+            event=last.event,
+            action=last.action,
+            repository_id=last.repository_id,
+            status_code=last.status_code,
+            delivered_at=last.delivered_at.astimezone(UTC).isoformat(),
+            redeliveries=redeliveries,
+            given_up_at=at.astimezone(UTC).isoformat(),
+        )
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.incr(self._keys.redelivery(last.guid))
+            pipe.hset(self._keys.deliveries_given_up(), last.guid, given_up.to_json())
+            await pipe.execute()
+
+    async def all(self, *, now: datetime | None = None) -> list[GivenUpDelivery]:
+        """Every delivery GitHub still keeps, the last given up first."""
+        raws = cast(dict[str, str], await self._redis.hgetall(self._keys.deliveries_given_up()))
+        kept_since = (now or datetime.now(UTC)) - KEPT_BY_GITHUB
+        records = [GivenUpDelivery.from_json(raw) for raw in raws.values()]
+        gone = [record.guid for record in records if datetime.fromisoformat(record.delivered_at) < kept_since]
+        if gone:
+            await self._redis.hdel(self._keys.deliveries_given_up(), *gone)
+        kept = [record for record in records if record.guid not in gone]
+        return sorted(kept, key=lambda record: record.given_up_at, reverse=True)
+
+    async def get(self, guid: str) -> GivenUpDelivery | None:
+        raw = cast(str | None, await self._redis.hget(self._keys.deliveries_given_up(), guid))
+        return None if raw is None else GivenUpDelivery.from_json(raw)
+
+    async def redeliver(self, given_up: GivenUpDelivery, github: HookDeliveries) -> None:
+        """Ask GitHub for the delivery again (:class:`~drydock.errors.OutboundFailed` if it
+        refuses) and hand it back to the sweep with its attempts renewed, should this one fail too."""
+        await github.redeliver(given_up.id)
+        await self.forget(given_up.guid)
+
+    async def forget(self, guid: str) -> None:
+        """Drop the record and the sweep's count of the delivery's redeliveries."""
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.hdel(self._keys.deliveries_given_up(), guid)
+            pipe.delete(self._keys.redelivery(guid))
+            await pipe.execute()
