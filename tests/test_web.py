@@ -285,17 +285,23 @@ class TestCryptoKeysAtStart:
         assert key_file.read_text() == first
 
 
+@pytest.fixture
+def servers_in_environment(env: pytest.MonkeyPatch, tmp_path: Path, settings: Settings) -> Path:
+    """The session's NATS and Valkey named in the environment, from a fresh working directory."""
+    assert settings.nats.url is not None
+    assert settings.redis.url is not None
+    env.chdir(tmp_path)
+    env.setenv("DRYDOCK_NATS_URL", settings.nats.url)
+    env.setenv("DRYDOCK_REDIS_URL", settings.redis.url)
+    return tmp_path
+
+
 class TestAppFromTheEnvironment:
     async def test_development_without_keys_uses_the_development_key_from_start_up(
-        self, env: pytest.MonkeyPatch, tmp_path: Path, settings: Settings
+        self, servers_in_environment: Path
     ) -> None:
-        assert settings.nats.url is not None
-        assert settings.redis.url is not None
-        env.chdir(tmp_path)
-        env.setenv("DRYDOCK_NATS_URL", settings.nats.url)
-        env.setenv("DRYDOCK_REDIS_URL", settings.redis.url)
         app = create_app("web")
-        key = tmp_path / ".drydock" / "dev" / "crypto-key"
+        key = servers_in_environment / ".drydock" / "dev" / "crypto-key"
         assert not key.exists(), "importing the app must not write anything"
         async with app.router.lifespan_context(app):
             assert key.stat().st_mode & 0o777 == 0o600
@@ -307,16 +313,8 @@ class TestAppFromTheEnvironment:
         assert not (tmp_path / ".drydock").exists()
         assert app.openapi_url is None
 
-
-class TestRoutesLifetime:
-    async def test_routes_are_opened_at_start_and_closed_at_stop_while_the_runtime_is_still_open(
-        self, env: pytest.MonkeyPatch, tmp_path: Path, settings: Settings
-    ) -> None:
-        assert settings.nats.url is not None
-        assert settings.redis.url is not None
-        env.chdir(tmp_path)
-        env.setenv("DRYDOCK_NATS_URL", settings.nats.url)
-        env.setenv("DRYDOCK_REDIS_URL", settings.redis.url)
+    @pytest.mark.usefixtures("servers_in_environment")
+    async def test_routes_are_opened_at_start_and_closed_at_stop_while_the_runtime_is_still_open(self) -> None:
         seen: list[str] = []
 
         @contextlib.asynccontextmanager
