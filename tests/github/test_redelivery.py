@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -248,3 +248,17 @@ class TestGivenUp:
         assert await records.all(now=last_attempt + KEPT_BY_GITHUB - timedelta(minutes=1)) == [record]
         assert await records.all(now=last_attempt + KEPT_BY_GITHUB + timedelta(minutes=1)) == []
         assert await records.all() == []
+
+    async def test_recording_one_drops_those_github_no_longer_keeps_unread(
+        self, github: FakeGithub, app: App, client: GithubClient, receiver: Receiver, redis: Redis, keys: Keys
+    ) -> None:
+        receiver.answers = [503]
+        sweeper = redeliveries(client, redis, keys, github.base_url, app, attempts=1)
+        old = await given_up(github, app, sweeper, redis, keys)
+        [record] = await GivenUpDeliveries(redis, keys).all()
+        four_days_ago = (datetime.fromisoformat(record.delivered_at) - timedelta(days=4)).isoformat()
+        await redis.hset(keys.deliveries_given_up(), old, replace(record, delivered_at=four_days_ago).to_json())
+
+        new = await given_up(github, app, sweeper, redis, keys)
+
+        assert await redis.hkeys(keys.deliveries_given_up()) == [new]

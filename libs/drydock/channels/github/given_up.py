@@ -67,9 +67,11 @@ class GivenUpDeliveries:
             pipe.incr(self._keys.redelivery(last.guid))
             pipe.hset(self._keys.deliveries_given_up(), last.guid, given_up.to_json())
             await pipe.execute()
+        # Pruned here too, so that the records stay bounded however seldom they are read.
+        await self.all(now=at)
 
     async def all(self, *, now: datetime | None = None) -> list[GivenUpDelivery]:
-        """Every delivery GitHub still keeps, the last given up first."""
+        """Every delivery GitHub still keeps, the last given up first; older records are dropped."""
         raws = cast(dict[str, str], await self._redis.hgetall(self._keys.deliveries_given_up()))
         kept_since = (now or datetime.now(UTC)) - KEPT_BY_GITHUB
         records = [GivenUpDelivery.from_json(raw) for raw in raws.values()]
