@@ -292,6 +292,38 @@ class TestEnsureSandbox:
         assert await thread_sandboxes(records, coder_thread) == [second.id]
         assert restorer.calls == [(coder_thread, second.id)]
 
+    async def test_a_recorded_sandbox_that_stopped_answering_is_recreated_and_its_connection_closed(
+        self,
+        make_manager: ManagerFactory,
+        coder_thread: str,
+        metadata: ThreadMetadataStore,
+        sandbox_settings: SandboxSettings,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        stopped = await make_manager().ensure_sandbox(coder_thread)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(stopped.run("kill -STOP $PPID; sleep 5"), timeout=1.0)
+        made: list[SandboxBackend] = []
+        making = SandboxManager._backend
+
+        def recorded(manager: SandboxManager, handle: SandboxHandle) -> SandboxBackend:
+            made.append(making(manager, handle))
+            return made[-1]
+
+        monkeypatch.setattr(SandboxManager, "_backend", recorded)
+        other_worker = make_manager(
+            settings=sandbox_settings.model_copy(update={"health_timeout": timedelta(seconds=0.5)})
+        )
+
+        new = await other_worker.ensure_sandbox(coder_thread)
+
+        assert new.id != stopped.id
+        assert await sandbox_field(metadata, coder_thread) == new.id
+        # Its health check opened a connection to the stopped daemon; closed when the sandbox was
+        # given up, not left to the collector.
+        [given_up] = [backend for backend in made if backend.id == stopped.id]
+        assert given_up._session is None
+
     async def test_a_cached_sandbox_the_metadata_no_longer_names_is_dropped(
         self, make_manager: ManagerFactory, coder_thread: str, ledger: GrantLedger
     ) -> None:

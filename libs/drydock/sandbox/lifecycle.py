@@ -302,7 +302,11 @@ class SandboxManager:
         try:
             handle = await self.provider.connect(sandbox_id)
             backend = self._backend(handle)
-            await backend.health()
+            try:
+                await backend.health()
+            except BaseException:
+                await backend.aclose()
+                raise
         except (SandboxNotFound, SandboxUnavailable) as error:
             log.warning(
                 "cannot reconnect; recreating the sandbox",
