@@ -4,6 +4,7 @@ send one again."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -43,7 +44,9 @@ async def give_up(site: Site, github: FakeGithub) -> GivenUpDelivery:
         app, "issue_comment", payloads.issue_comment("acme", "widgets", 7, "@drydock please fix")
     )
     records = GivenUpDeliveries(site.runtime.redis, site.runtime.keys)
-    await records.record(HookDelivery.of(delivery_json(attempt)), 8, at=datetime.now(UTC))
+    await records.record(
+        HookDelivery.of(delivery_json(attempt)), 8, at=datetime.now(UTC), payload=json.loads(attempt.body)
+    )
     [record] = await records.all()
     return record
 
@@ -68,6 +71,8 @@ class TestApi:
         assert (listed["guid"], listed["event"], listed["action"], listed["status_code"], listed["redeliveries"]) == (
             gave_up.delivery.guid, "issue_comment", "created", 0, 8,
         )  # fmt: skip
+        assert listed["repository"] == "acme/widgets"
+        assert listed["url"].startswith("https://github.com/acme/widgets/issues/7#issuecomment-")
 
     async def test_asking_again_has_github_send_it_and_removes_the_record(self, gave_up: GaveUp) -> None:
         admin = await gave_up.site.sign_in("root", admin=True)
@@ -138,6 +143,7 @@ class TestPage:
         assert page.status_code == 200, page.text
         assert guid in page.text
         assert "issue_comment.created" in page.text
+        assert f'<a href="{gave_up.delivery.url}" rel="noopener noreferrer">acme/widgets</a>' in page.text
         assert "no answer" in page.text
         answer = await admin.form(f"/dead-letters/deliveries/{guid}/redeliver", {})
         await gave_up.github.redeliveries_settled()

@@ -4,6 +4,7 @@ asked; the sweep keeps its marks and counts in the real Valkey."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
@@ -16,11 +17,14 @@ from redis.asyncio import Redis
 
 from drydock.channels.github.given_up import KEPT_BY_GITHUB, GivenUpDeliveries
 from drydock.channels.github.redelivery import OVERLAP, Redeliveries
+from drydock.errors import OutboundFailed
 from drydock.github import GithubClient
+from drydock.github.hook_deliveries import HookDelivery
 from drydock.infra.redis import Keys
 from drydock.telemetry import REGISTRY
 from tests.fakes.github import FakeGithub
 from tests.fakes.github import webhooks as payloads
+from tests.fakes.github.hook_deliveries import delivery_json
 from tests.fakes.github.state import App, Installation
 from tests.fakes.loopback import LoopbackServer
 from tests.github.conftest import ORG, settings_for
@@ -215,10 +219,15 @@ class TestGivenUp:
         [record] = await GivenUpDeliveries(redis, keys).all()
 
         [last] = [attempt for attempt in github.webhook_deliveries(guid) if attempt.redelivery]
+        payload = json.loads(last.body)
         assert (record.guid, record.id, record.event, record.action, record.status_code, record.redeliveries) == (
             guid, last.id, "issue_comment", "created", 502, 1,
         )  # fmt: skip
         assert record.repository_id == last.repository_id is not None
+        assert (record.repository, record.url) == (
+            f"{ORG}/widgets",
+            f"https://github.com/{ORG}/widgets/issues/7#issuecomment-{payload['comment']['id']}",
+        )
 
     async def test_asked_for_again_it_arrives_and_the_sweep_may_ask_for_it_again_as_new(
         self, github: FakeGithub, app: App, client: GithubClient, receiver: Receiver, redis: Redis, keys: Keys
@@ -262,3 +271,35 @@ class TestGivenUp:
         new = await given_up(github, app, sweeper, redis, keys)
 
         assert await redis.hkeys(keys.deliveries_given_up()) == [new]
+
+    async def test_only_a_web_address_is_kept_as_the_page_to_link(
+        self, github: FakeGithub, app: App, receiver: Receiver, redis: Redis, keys: Keys
+    ) -> None:
+        receiver.answers = [503]
+        payload = payloads.issue_comment(ORG, "widgets", 7, "@drydock please fix")
+        payload["comment"]["html_url"] = "javascript:alert(document.cookie)"
+        attempt = await github.deliver_webhook(app, "issue_comment", payload)
+        records = GivenUpDeliveries(redis, keys)
+
+        await records.record(HookDelivery.of(delivery_json(attempt)), 8, at=datetime.now(UTC), payload=payload)
+
+        [record] = await records.all()
+        assert record.url == f"https://github.com/{ORG}/widgets/issues/7"
+
+
+class TestDeliveredPayload:
+    async def test_an_attempt_shows_the_payload_github_sent(
+        self, github: FakeGithub, app: App, client: GithubClient, receiver: Receiver
+    ) -> None:
+        guid = await deliver(github, app)
+        [attempt] = github.webhook_deliveries(guid)
+
+        assert await client.delivered_payload(attempt.id) == json.loads(attempt.body)
+
+    async def test_an_attempt_github_does_not_keep_is_an_outbound_failure_with_its_status(
+        self, client: GithubClient, receiver: Receiver
+    ) -> None:
+        with pytest.raises(OutboundFailed) as raised:
+            await client.delivered_payload(987654321)
+
+        assert raised.value.status == 404

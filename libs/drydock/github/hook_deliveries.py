@@ -73,6 +73,21 @@ class HookDeliveries(Installations):
         except (KeyError, TypeError, ValueError) as error:
             raise OutboundFailed(f"GitHub listed a webhook delivery Drydock cannot read: {error!r}") from None
 
+    async def delivered_payload(self, delivery_id: int) -> dict[str, Any]:
+        """The webhook's payload as GitHub sent it in attempt ``delivery_id``."""
+        response = await self.send(self.as_app, "GET", f"/app/hook/deliveries/{delivery_id}")
+        if not response.is_success:
+            raise failure(response, f"reading webhook delivery {delivery_id}")
+        try:
+            payload = response.json()["request"]["payload"]
+        except (KeyError, TypeError, ValueError) as error:
+            raise OutboundFailed(
+                f"GitHub showed webhook delivery {delivery_id} in a shape Drydock cannot read: {error!r}"
+            ) from None
+        if not isinstance(payload, dict):
+            raise OutboundFailed(f"GitHub showed webhook delivery {delivery_id} without a JSON object as its payload")
+        return payload
+
     async def redeliver(self, delivery_id: int) -> None:
         """Ask GitHub to deliver an attempt's payload again; GitHub answers 202 and sends it later."""
         response = await self.send(self.as_app, "POST", f"/app/hook/deliveries/{delivery_id}/attempts")

@@ -28,3 +28,6 @@ class GivenUpDeliveryIO(BaseModel):
     delivered_at: str
     redeliveries: int
     given_up_at: str
+    repository: str | None
+    url: str | None
+    """The page of what the webhook was about: the comment, issue or pull request."""

@@ -8,9 +8,10 @@ is dropped when the records are read."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
-from typing import cast
+from typing import Any, cast
 
 from redis.asyncio import Redis
 
@@ -18,6 +19,8 @@ from drydock.github.hook_deliveries import HookDeliveries, HookDelivery
 from drydock.infra.redis import Keys
 
 KEPT_BY_GITHUB = timedelta(days=3)
+PAGES = ("comment", "review", "issue", "pull_request")
+"""The parts of a payload whose page is shown for it, most particular first."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,10 @@ class GivenUpDelivery:
     """The last attempt, ISO 8601, UTC."""
     redeliveries: int
     given_up_at: str
+    repository: str | None = None
+    """The repository's full name, from the payload (None when GitHub did not show it)."""
+    url: str | None = None
+    """The page of what the webhook was about: the comment, issue or pull request."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -49,9 +56,11 @@ class GivenUpDeliveries:
         self._redis = redis
         self._keys = keys
 
-    async def record(self, last: HookDelivery, redeliveries: int, *, at: datetime) -> None:
-        """Keep ``last``, the final failed attempt; the sweep's count for it is set past the
-        attempts in the same transaction, so the sweep reports it once."""
+    async def record(
+        self, last: HookDelivery, redeliveries: int, *, at: datetime, payload: Mapping[str, Any] | None = None
+    ) -> None:
+        """Keep ``last``, the final failed attempt, with where its ``payload`` points; the sweep's
+        count for it is set past the attempts in the same transaction, so the sweep reports it once."""
         given_up = GivenUpDelivery(
             guid=last.guid,
             id=last.id,
@@ -62,6 +71,8 @@ class GivenUpDeliveries:
             delivered_at=last.delivered_at.astimezone(UTC).isoformat(),
             redeliveries=redeliveries,
             given_up_at=at.astimezone(UTC).isoformat(),
+            repository=_text(payload, "repository", "full_name"),
+            url=_page(payload),
         )
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.incr(self._keys.redelivery(last.guid))
@@ -97,3 +108,18 @@ class GivenUpDeliveries:
             pipe.hdel(self._keys.deliveries_given_up(), guid)
             pipe.delete(self._keys.redelivery(guid))
             await pipe.execute()
+
+
+def _text(payload: Mapping[str, Any] | None, part: str, field: str) -> str | None:
+    found = (payload or {}).get(part)
+    value = found.get(field) if isinstance(found, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _page(payload: Mapping[str, Any] | None) -> str | None:
+    """The first web page among :data:`PAGES`; only an http(s) address, as the dashboard links it."""
+    for part in PAGES:
+        url = _text(payload, part, "html_url")
+        if url is not None and url.startswith(("https://", "http://")):
+            return url
+    return None

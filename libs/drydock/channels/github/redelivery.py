@@ -148,7 +148,12 @@ class Redeliveries:
         return True
 
     async def _give_up(self, last: HookDelivery, count: int, now: datetime) -> None:
-        await self._records.record(last, count, at=now)
+        try:
+            payload = await self._github.delivered_payload(last.id)
+        except OutboundFailed as error:
+            payload = None
+            _about(last).warning("the payload of a delivery given up could not be read", error=describe(error))
+        await self._records.record(last, count, at=now, payload=payload)
         REDELIVERIES.labels("given_up").inc()
         _about(last).error(
             "webhook delivery still failing after every redelivery; it is not asked for again", redeliveries=count
