@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from drydock.errors import OutboundFailed
+
 
 class DashboardError(Exception):
     status = 500
@@ -56,6 +58,13 @@ class BadGateway(DashboardError):
     """The code host or the identity provider answered with an error."""
 
     status = 502
+
+
+def github_failure(failure: OutboundFailed) -> DashboardError:
+    """A call to GitHub that failed: 503 when GitHub could not be reached, 502 when it refused."""
+    if failure.status is None:
+        return Unavailable(f"GitHub cannot be reached: {failure.reason}")
+    return BadGateway(failure.reason)
 
 
 class FieldError(BaseModel):

@@ -12,7 +12,7 @@ import httpx
 from drydock.errors import OutboundFailed
 from drydock.github.installations import Installations
 from drydock.github.pagination import pages
-from drydock.github.responses import failure
+from drydock.github.responses import checked, failure
 
 
 @dataclass(frozen=True)
@@ -76,16 +76,10 @@ class HookDeliveries(Installations):
     async def delivered_payload(self, delivery_id: int) -> dict[str, Any]:
         """The webhook's payload as GitHub sent it in attempt ``delivery_id``."""
         response = await self.send(self.as_app, "GET", f"/app/hook/deliveries/{delivery_id}")
-        if not response.is_success:
-            raise failure(response, f"reading webhook delivery {delivery_id}")
-        try:
-            payload = response.json()["request"]["payload"]
-        except (KeyError, TypeError, ValueError) as error:
-            raise OutboundFailed(
-                f"GitHub showed webhook delivery {delivery_id} in a shape Drydock cannot read: {error!r}"
-            ) from None
+        request = checked(response, f"reading webhook delivery {delivery_id}").get("request")
+        payload = request.get("payload") if isinstance(request, dict) else None
         if not isinstance(payload, dict):
-            raise OutboundFailed(f"GitHub showed webhook delivery {delivery_id} without a JSON object as its payload")
+            raise OutboundFailed(f"GitHub showed webhook delivery {delivery_id} without its payload")
         return payload
 
     async def redeliver(self, delivery_id: int) -> None:

@@ -23,7 +23,7 @@ import httpx
 from drydock.config import Settings
 from drydock.errors import OutboundFailed, describe
 from drydock.github import GithubClient
-from services.dashboard.errors import BadGateway, Unavailable
+from services.dashboard.errors import BadGateway, Unavailable, github_failure
 
 T = TypeVar("T")
 
@@ -101,9 +101,7 @@ class GithubSignIn:
         try:
             return await call
         except OutboundFailed as failure:
-            if failure.status is None:
-                raise Unavailable(f"GitHub cannot be reached: {failure.reason}") from None
-            raise BadGateway(failure.reason) from None
+            raise github_failure(failure) from None
 
     async def user(self, token: str) -> GithubUser:
         body = await self._asked(self._api.user(f"Bearer {token}"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from drydock.channels.github.given_up import GivenUpDeliveries, GivenUpDelivery
 from drydock.errors import ChannelNotConfigured, OutboundFailed
 from drydock.github import GithubClient
-from services.dashboard.errors import BadGateway, Conflict, NotFound, Unavailable
+from services.dashboard.errors import Conflict, NotFound, github_failure
 
 GUID = r"^[A-Za-z0-9-]{1,64}$"
 
@@ -26,7 +26,5 @@ async def deliver_again(records: GivenUpDeliveries, github: GithubClient, guid: 
             raise NotFound(
                 f"GitHub no longer keeps delivery {guid} (it keeps deliveries for three days); its record is dropped"
             ) from None
-        if failure.status is None:
-            raise Unavailable(f"GitHub cannot be reached: {failure.reason}") from None
-        raise BadGateway(failure.reason) from None
+        raise github_failure(failure) from None
     return given_up

@@ -14,7 +14,7 @@ from redis.asyncio import Redis
 from drydock.errors import OutboundFailed
 from drydock.github import GithubClient
 from drydock.infra.redis import Keys
-from services.dashboard.errors import BadGateway, Unavailable
+from services.dashboard.errors import github_failure
 
 CACHE_SECONDS = 60
 
@@ -53,9 +53,7 @@ class Installations:
                     if name:
                         found[name.lower()] = InstalledRepository(name, bool(repo.get("private", True)), account)
         except OutboundFailed as failure:
-            if failure.status is None:
-                raise Unavailable(f"GitHub cannot be reached: {failure.reason}") from None
-            raise BadGateway(failure.reason) from None
+            raise github_failure(failure) from None
         listed = sorted(found.values(), key=lambda repo: repo.full_name.lower())
         await self._redis.set(self._key, json.dumps([repo.__dict__ for repo in listed]), ex=CACHE_SECONDS)
         return listed

@@ -79,18 +79,20 @@ class GivenUpDeliveries:
             pipe.hset(self._keys.deliveries_given_up(), last.guid, given_up.to_json())
             await pipe.execute()
         # Pruned here too, so that the records stay bounded however seldom they are read.
-        await self.all(now=at)
+        await self._kept(at)
 
     async def all(self, *, now: datetime | None = None) -> list[GivenUpDelivery]:
         """Every delivery GitHub still keeps, the last given up first; older records are dropped."""
+        kept = await self._kept(now or datetime.now(UTC))
+        return sorted(kept, key=lambda record: record.given_up_at, reverse=True)
+
+    async def _kept(self, now: datetime) -> list[GivenUpDelivery]:
         raws = cast(dict[str, str], await self._redis.hgetall(self._keys.deliveries_given_up()))
-        kept_since = (now or datetime.now(UTC)) - KEPT_BY_GITHUB
         records = [GivenUpDelivery.from_json(raw) for raw in raws.values()]
-        gone = [record.guid for record in records if datetime.fromisoformat(record.delivered_at) < kept_since]
+        gone = {record.guid for record in records if datetime.fromisoformat(record.delivered_at) < now - KEPT_BY_GITHUB}
         if gone:
             await self._redis.hdel(self._keys.deliveries_given_up(), *gone)
-        kept = [record for record in records if record.guid not in gone]
-        return sorted(kept, key=lambda record: record.given_up_at, reverse=True)
+        return [record for record in records if record.guid not in gone]
 
     async def get(self, guid: str) -> GivenUpDelivery | None:
         raw = cast(str | None, await self._redis.hget(self._keys.deliveries_given_up(), guid))
