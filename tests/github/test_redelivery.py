@@ -4,6 +4,7 @@ asked; the sweep keeps its marks and counts in the real Valkey."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -39,12 +40,16 @@ class Receiver:
 
     answers: list[int]
     seen: list[tuple[str, bytes]] = field(default_factory=list)
+    holding: asyncio.Event | None = None
+    """While set and not yet set free, no answer: GitHub has not carried out an attempt until it ends."""
 
     def app(self) -> FastAPI:
         app = FastAPI()
 
         @app.post("/webhooks/github")
         async def receive(request: Request) -> Response:
+            if self.holding is not None:
+                await self.holding.wait()
             self.seen.append((request.headers["x-github-delivery"], await request.body()))
             status = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
             return Response(status_code=status)
@@ -58,6 +63,9 @@ async def receiver(github: FakeGithub, app: App, installation: Installation) -> 
     async with LoopbackServer(receiving.app()) as server:
         github.configure_webhook(app, f"{server.base_url}/webhooks/github", SECRET)
         yield receiving
+        # A request held by a failed test would hold the server's shutdown.
+        if receiving.holding is not None:
+            receiving.holding.set()
 
 
 @pytest.fixture
@@ -162,12 +170,13 @@ class TestRedeliveries:
 
         assert (await sweeper.sweep(first + INTERVAL / 2)).waiting == [guid]
         assert float(await redis.get(keys.redeliveries_swept()) or 0) == first.timestamp()
-        assert (await sweeper.sweep(first + INTERVAL)).asked == [guid]
+        asked_at = first + INTERVAL
+        assert (await sweeper.sweep(asked_at)).asked == [guid]
         await github.redeliveries_settled()
-        second = max(attempt.delivered_at for attempt in github.webhook_deliveries(guid))
-        # Asked once: the next ask waits twice the interval after the failed redelivery.
-        assert (await sweeper.sweep(second + INTERVAL)).waiting == [guid]
-        assert (await sweeper.sweep(second + 2 * INTERVAL)).asked == [guid]
+        # Asked once: the next ask waits twice the interval after the failed redelivery, or after
+        # the ask when that is later (as here, the sweep running ahead of GitHub's clock).
+        assert (await sweeper.sweep(asked_at + INTERVAL)).waiting == [guid]
+        assert (await sweeper.sweep(asked_at + 2 * INTERVAL)).asked == [guid]
         await github.redeliveries_settled()
         # The sweeps above ran at times ahead of GitHub's clock, and so did their mark.
         await redis.delete(keys.redeliveries_swept())
@@ -180,6 +189,24 @@ class TestRedeliveries:
         reported = [entry for entry in logs if entry["log_level"] == "error"]
         assert [(entry["guid"], entry["redeliveries"]) for entry in reported] == [(guid, 2)]
         assert len(receiver.seen) == 3
+
+    async def test_an_ask_github_has_not_carried_out_is_not_made_again_before_its_pause(
+        self, github: FakeGithub, app: App, client: GithubClient, receiver: Receiver, redis: Redis, keys: Keys
+    ) -> None:
+        receiver.answers = [503]
+        guid = await deliver(github, app)
+        sweeper = redeliveries(client, redis, keys, github.base_url, app)
+        failed_at = github.webhook_deliveries(guid)[0].delivered_at
+        receiver.holding = asyncio.Event()
+
+        # An hour after the failure (the controller was away), every pause has passed since it.
+        asked_at = failed_at + timedelta(hours=1)
+        assert (await sweeper.sweep(asked_at)).asked == [guid]
+        assert (await sweeper.sweep(asked_at + INTERVAL)).waiting == [guid]
+        assert (await sweeper.sweep(asked_at + 2 * INTERVAL)).asked == [guid]
+        receiver.holding.set()
+        await github.redeliveries_settled()
+        assert [attempt.redelivery for attempt in github.webhook_deliveries(guid)].count(True) == 2
 
     async def test_a_sweep_reads_back_only_to_the_mark_less_the_overlap(
         self, github: FakeGithub, app: App, client: GithubClient, receiver: Receiver, redis: Redis, keys: Keys
@@ -244,6 +271,23 @@ class TestGivenUp:
         assert [seen_guid for seen_guid, _ in receiver.seen] == [guid, guid, guid]
         assert await records.all() == []
         assert (await sweeper.sweep(later(timedelta(hours=3)))).asked == [guid]
+
+    async def test_the_sweep_waits_its_pause_after_an_administrator_asked(
+        self, github: FakeGithub, app: App, client: GithubClient, receiver: Receiver, redis: Redis, keys: Keys
+    ) -> None:
+        receiver.answers = [503]
+        sweeper = redeliveries(client, redis, keys, github.base_url, app, attempts=1)
+        guid = await given_up(github, app, sweeper, redis, keys)
+        records = GivenUpDeliveries(redis, keys)
+        [record] = await records.all()
+        receiver.holding = asyncio.Event()
+
+        asked_at = later(timedelta(hours=3))
+        await records.redeliver(record, client, now=asked_at)
+        assert (await sweeper.sweep(asked_at + INTERVAL / 2)).waiting == [guid]
+        assert (await sweeper.sweep(asked_at + INTERVAL)).asked == [guid]
+        receiver.holding.set()
+        await github.redeliveries_settled()
 
     async def test_a_record_github_no_longer_keeps_is_dropped_when_read(
         self, github: FakeGithub, app: App, client: GithubClient, receiver: Receiver, redis: Redis, keys: Keys

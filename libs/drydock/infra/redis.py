@@ -320,7 +320,8 @@ class Keys:
         return f"{self.prefix}:redeliveries-swept"
 
     def redelivery(self, guid: str) -> str:
-        """How many times GitHub was asked to deliver the webhook ``guid`` again."""
+        """How many times GitHub was asked to deliver the webhook ``guid`` again and when last
+        (``COUNT EPOCH``; a bare count once the delivery is given up)."""
         return f"{self.prefix}:redelivery:{guid}"
 
     def deliveries_given_up(self) -> str:

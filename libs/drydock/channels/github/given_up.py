@@ -75,7 +75,7 @@ class GivenUpDeliveries:
             url=_page(payload),
         )
         async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.incr(self._keys.redelivery(last.guid))
+            pipe.set(self._keys.redelivery(last.guid), redeliveries + 1, ex=KEPT_BY_GITHUB)
             pipe.hset(self._keys.deliveries_given_up(), last.guid, given_up.to_json())
             await pipe.execute()
         # Pruned here too, so that the records stay bounded however seldom they are read.
@@ -98,11 +98,18 @@ class GivenUpDeliveries:
         raw = cast(str | None, await self._redis.hget(self._keys.deliveries_given_up(), guid))
         return None if raw is None else GivenUpDelivery.from_json(raw)
 
-    async def redeliver(self, given_up: GivenUpDelivery, github: HookDeliveries) -> None:
+    async def redeliver(
+        self, given_up: GivenUpDelivery, github: HookDeliveries, *, now: datetime | None = None
+    ) -> None:
         """Ask GitHub for the delivery again (:class:`~drydock.errors.OutboundFailed` if it
-        refuses) and hand it back to the sweep with its attempts renewed, should this one fail too."""
+        refuses) and hand it back to the sweep with its attempts renewed, should this one fail too;
+        the sweep's first ask waits its pause after this one."""
         await github.redeliver(given_up.id)
-        await self.forget(given_up.guid)
+        asked = now or datetime.now(UTC)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.hdel(self._keys.deliveries_given_up(), given_up.guid)
+            pipe.set(self._keys.redelivery(given_up.guid), f"0 {asked.timestamp()}", ex=KEPT_BY_GITHUB)
+            await pipe.execute()
 
     async def forget(self, guid: str) -> None:
         """Drop the record and the sweep's count of the delivery's redeliveries."""

@@ -13,9 +13,11 @@ see on the dashboard's dead-letters page, from which they may ask for it again
 (:mod:`drydock.channels.github.given_up`).
 
 GitHub lists attempts newest first without a date filter, so each sweep reads back to a mark in
-Redis: the start of the previous sweep, or the last attempt of a delivery still waiting for its
-turn, whichever is older, less :data:`OVERLAP`. A redelivery that reaches the ingress twice is
-answered as the duplicate it is.
+Redis: the start of the previous sweep, or the last attempt of a delivery still failing (waiting
+for its turn, or asked for and not carried out yet), whichever is older, less :data:`OVERLAP`.
+A pause runs from the later of the last attempt and the last ask, so an ask GitHub has not
+carried out yet is not made again before its turn. A redelivery that reaches the ingress twice
+is answered as the duplicate it is.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import asyncio
 import contextlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import structlog
 from prometheus_client import Counter
@@ -32,7 +34,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from drydock.bus.envelopes import Channel
-from drydock.channels.github.given_up import GivenUpDeliveries
+from drydock.channels.github.given_up import KEPT_BY_GITHUB, GivenUpDeliveries
 from drydock.channels.intents import DELIVERY_DONE
 from drydock.config import GithubSettings
 from drydock.errors import OutboundFailed, describe
@@ -110,39 +112,37 @@ class Redeliveries:
                 [self._keys.delivery(Channel.GITHUB.value, guid) for guid in guids]
                 + [self._keys.redelivery(guid) for guid in guids]
             )
-            recorded, asked = found[: len(guids)], found[len(guids) :]
+            recorded, asked = found[: len(guids)], cast(list[str | None], found[len(guids) :])
             for guid, seen, times in zip(guids, recorded, asked, strict=True):
                 last = failed[guid]
                 if seen == DELIVERY_DONE:
                     continue
-                count = int(times or 0)
+                count, asked_at = _asked(times)
                 if count >= self._attempts:
                     if count == self._attempts:
                         await self._give_up(last, count, now)
                         sweep.given_up.append(guid)
                     continue
-                if seen is not None or now - last.delivered_at < self.pause(count):
+                # From the ask too: GitHub may not have carried it out yet, and the failed
+                # attempt it would replace can be hours old.
+                since = max(last.delivered_at, asked_at) if asked_at else last.delivered_at
+                if seen is not None or now - since < self.pause(count):
                     sweep.waiting.append(guid)
-                    held.append(last.delivered_at)
-                elif await self._ask(last, count):
+                elif await self._ask(last, count, now):
                     sweep.asked.append(guid)
-                else:
-                    held.append(last.delivered_at)
+                # Read back to it until it succeeds: an ask GitHub took may never be carried out.
+                held.append(last.delivered_at)
         await self._redis.set(self._keys.redeliveries_swept(), min([now, *held]).timestamp())
         return sweep
 
-    async def _ask(self, last: HookDelivery, count: int) -> bool:
+    async def _ask(self, last: HookDelivery, count: int, now: datetime) -> bool:
         try:
             await self._github.redeliver(last.id)
         except OutboundFailed as error:
             REDELIVERIES.labels("refused").inc()
             _about(last).warning("GitHub did not take a redelivery request", error=describe(error))
             return False
-        key = self._keys.redelivery(last.guid)
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.incr(key)
-            pipe.expire(key, timedelta(days=3))
-            await pipe.execute()
+        await self._redis.set(self._keys.redelivery(last.guid), f"{count + 1} {now.timestamp()}", ex=KEPT_BY_GITHUB)
         REDELIVERIES.labels("asked").inc()
         _about(last).info("failed webhook delivery asked for again", attempt=count + 1)
         return True
@@ -171,6 +171,15 @@ class Redeliveries:
                 log.warning("failed webhook deliveries not swept: GitHub unavailable", error=describe(error))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=self._interval.total_seconds())
+
+
+def _asked(value: str | None) -> tuple[int, datetime | None]:
+    """How many times a delivery was asked for and when last, from its key: ``COUNT EPOCH`` as
+    :meth:`Redeliveries._ask` writes it, or a bare count (a delivery given up)."""
+    if value is None:
+        return 0, None
+    count, _, at = value.partition(" ")
+    return int(count), datetime.fromtimestamp(float(at), UTC) if at else None
 
 
 def _about(last: HookDelivery) -> Any:
