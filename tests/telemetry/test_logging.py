@@ -11,6 +11,7 @@ import structlog
 
 from drydock.config import LogFormat, LogSettings
 from drydock.telemetry import bind_run, configure_logging
+from drydock.telemetry.logging import BUS_LOGGER
 
 
 @pytest.fixture
@@ -136,3 +137,18 @@ class TestHttpxRequestLines:
         (line,) = [json.loads(line) for line in stream.getvalue().splitlines() if "HTTP Request" in line]
         assert line["level"] == "debug"
         assert line["logger"] == "httpx"
+
+
+class TestFaststreamTaskLines:
+    @pytest.mark.usefixtures("restore_logging")
+    def test_a_subscriber_tasks_end_is_debug(self) -> None:
+        stream = io.StringIO()
+        configure_logging(LogSettings(level="INFO"), LogFormat.JSON, stream)
+        bus = logging.getLogger(BUS_LOGGER)
+        bus.info("callback for Task-7 is being executed...")
+        bus.warning("a subscriber's warning")
+        assert [json.loads(line)["event"] for line in stream.getvalue().splitlines()] == ["a subscriber's warning"]
+        configure_logging(LogSettings(level="DEBUG"), LogFormat.JSON, stream)
+        bus.info("callback for Task-8 is being executed...")
+        (line,) = [json.loads(line) for line in stream.getvalue().splitlines() if "Task-8" in line]
+        assert line["level"] == "debug"

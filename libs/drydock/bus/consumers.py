@@ -48,6 +48,7 @@ from drydock.bus.streams import Envelope, Subscription
 from drydock.bus.subjects import MAX_DELIVERIES_ADVISORY
 from drydock.errors import describe
 from drydock.infra.cancellation import pause, raise_if_cancelling
+from drydock.telemetry.logging import BUS_LOGGER
 from drydock.telemetry.tracing import continued_trace
 
 log = structlog.get_logger(__name__)
@@ -92,7 +93,7 @@ class SharedConnectionBroker(NatsBroker):
     the service's own user, credentials and permissions. Stopping it leaves the connection open."""
 
     def __init__(self, nc: NatsClient | None = None, **options: Any) -> None:
-        options.setdefault("logger", logging.getLogger("drydock.bus.broker"))
+        options.setdefault("logger", logging.getLogger(BUS_LOGGER))
         options.setdefault("log_level", logging.DEBUG)
         # Stopping hands unfinished messages back at once instead of waiting for their handlers.
         options.setdefault("graceful_timeout", None)

@@ -17,6 +17,13 @@ import structlog
 
 from drydock.config import LogFormat, LogSettings
 
+BUS_LOGGER = "drydock.bus.broker"
+"""FastStream's logger in every service's broker."""
+INFO_AT_DEBUG = ("httpx", BUS_LOGGER)
+"""Loggers whose INFO lines are written at DEBUG: httpx logs each request and FastStream each
+subscriber task that ends (a line per task at every stop); one line per sandbox exec, model call
+or consumer drowns the story."""
+
 
 def configure_logging(settings: LogSettings, log_format: LogFormat, stream: TextIO | None = None) -> None:
     """Route structlog and the standard library's logging through one renderer to ``stream`` (stderr)."""
@@ -59,13 +66,14 @@ def configure_logging(settings: LogSettings, log_format: LogFormat, stream: Text
     root.setLevel(settings.level)
     for noisy in ("uvicorn.access",):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
-    httpx_logger = logging.getLogger("httpx")
-    httpx_logger.filters[:] = [f for f in httpx_logger.filters if not isinstance(f, _RequestLinesAtDebug)]
-    httpx_logger.addFilter(_RequestLinesAtDebug())
+    for name in INFO_AT_DEBUG:
+        chatty = logging.getLogger(name)
+        chatty.filters[:] = [f for f in chatty.filters if not isinstance(f, _InfoAtDebug)]
+        chatty.addFilter(_InfoAtDebug())
 
 
-class _RequestLinesAtDebug(logging.Filter):
-    """httpx logs each request at INFO; one line per sandbox exec or model call drowns the story."""
+class _InfoAtDebug(logging.Filter):
+    """A line of :data:`INFO_AT_DEBUG` at INFO is written at DEBUG."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno == logging.INFO:
