@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import sys
 import tempfile
 import time
@@ -113,5 +114,18 @@ async def run(stages: tuple[tuple[Step, ...], ...], out: IO[str] = sys.stdout) -
     return failed[0].code if failed[0].code > 0 else 1
 
 
+async def main(stages: tuple[tuple[Step, ...], ...] = STAGES) -> int:
+    """The gate; SIGINT or SIGTERM stops it and every step running."""
+    gate = asyncio.current_task()
+    assert gate is not None
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(stop, gate.cancel)
+    try:
+        return await run(stages)
+    except asyncio.CancelledError:
+        print("gate: stopped", file=sys.stderr)
+        return 130
+
+
 if __name__ == "__main__":
-    raise SystemExit(asyncio.run(run(STAGES)))
+    raise SystemExit(asyncio.run(main()))

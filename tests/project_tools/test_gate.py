@@ -3,11 +3,15 @@ when it ends, and the first failure stops the gate with its exit code."""
 
 from __future__ import annotations
 
+import asyncio
 import io
+import os
+import signal
 import sys
 import tomllib
 from pathlib import Path
 
+from tests.waiting import eventually
 from tools import gate
 from tools.gate import Step
 
@@ -66,6 +70,39 @@ async def test_the_first_failing_stage_stops_the_gate_with_its_code() -> None:
 async def test_a_step_killed_by_a_signal_fails_the_gate() -> None:
     killed = python("killed", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
     assert await gate.run(((killed,),), io.StringIO()) == 1
+
+
+async def test_stopping_the_gate_stops_its_steps(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    sleeper = f"import os, time; open({str(pids)!r}, 'a').write(f'{{os.getpid()}}\\n'); time.sleep(300)"
+    stages = (
+        (python("first", sleeper), python("beside", sleeper)),
+        (python("never", "print('never')"),),
+    )
+    script = f"import asyncio, sys; from tools import gate; sys.exit(asyncio.run(gate.main({stages!r})))"
+    runner = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", f"from tools.gate import Step\n{script}", cwd=ROOT, stdout=asyncio.subprocess.PIPE
+    )
+
+    def both_started() -> list[int] | None:
+        written = pids.read_text().split() if pids.exists() else []
+        return [int(pid) for pid in written] if len(written) == 2 else None
+
+    def stopped() -> bool:
+        for pid in started:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                continue
+            return False
+        return True
+
+    started = await eventually(both_started, what="both steps started")
+    runner.send_signal(signal.SIGTERM)
+    assert await asyncio.wait_for(runner.wait(), 30) == 130
+    await eventually(stopped, what="both steps stopped")
+    assert runner.stdout is not None
+    assert b"never" not in await runner.stdout.read()
 
 
 def test_every_step_of_the_gate_is_a_pdm_script_or_a_project_tool() -> None:
