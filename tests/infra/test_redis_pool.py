@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from importlib import metadata
 
 import pytest
+import redis.utils
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from drydock.config import Settings
@@ -51,3 +53,26 @@ async def test_a_new_connection_sends_nothing_the_store_refuses(settings: Settin
         await client.aclose()
         await observer.aclose()
     assert after == before
+
+
+async def test_a_new_connection_names_its_driver_without_reading_the_package_metadata(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """redis-py reads its version from the installed package's metadata for every connection
+    it makes unless it is told: milliseconds of the event loop for each connection of a burst."""
+    read = 0
+
+    def counted() -> str:
+        nonlocal read
+        read += 1
+        return "0.0.0"
+
+    monkeypatch.setattr(redis.utils, "get_lib_version", counted)
+    client = await connect_redis(settings.redis.model_copy(update={"max_connections": 4}))
+    try:
+        await asyncio.gather(*(client.blpop([f"test-pool-driver-{n}"], 0.05) for n in range(4)))
+        named = await client.client_info()
+    finally:
+        await client.aclose()
+    assert read == 0
+    assert (named["lib-name"], named["lib-ver"]) == ("redis-py", metadata.version("redis"))
