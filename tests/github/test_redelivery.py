@@ -16,7 +16,7 @@ import structlog
 from fastapi import FastAPI, Request, Response
 from redis.asyncio import Redis
 
-from drydock.channels.github.given_up import KEPT_BY_GITHUB, GivenUpDeliveries
+from drydock.channels.github.given_up import KEPT_BY_GITHUB, GivenUpDeliveries, GivenUpDelivery
 from drydock.channels.github.redelivery import OVERLAP, Redeliveries
 from drydock.errors import OutboundFailed
 from drydock.github import GithubClient
@@ -234,6 +234,26 @@ async def given_up(github: FakeGithub, app: App, sweeper: Redeliveries, redis: R
     return guid
 
 
+@dataclass
+class StillFailing:
+    sweeper: Redeliveries
+    records: GivenUpDeliveries
+    record: GivenUpDelivery
+
+
+@pytest.fixture
+async def still_failing(
+    github: FakeGithub, app: App, client: GithubClient, receiver: Receiver, redis: Redis, keys: Keys
+) -> StillFailing:
+    """A delivery given up after one redelivery, whose webhook still answers 503."""
+    receiver.answers = [503]
+    sweeper = redeliveries(client, redis, keys, github.base_url, app, attempts=1)
+    await given_up(github, app, sweeper, redis, keys)
+    records = GivenUpDeliveries(redis, keys)
+    [record] = await records.all()
+    return StillFailing(sweeper, records, record)
+
+
 class TestGivenUp:
     async def test_a_delivery_given_up_is_kept_for_administrators_with_its_last_attempt(
         self, github: FakeGithub, app: App, client: GithubClient, receiver: Receiver, redis: Redis, keys: Keys
@@ -257,35 +277,24 @@ class TestGivenUp:
         )
 
     async def test_asked_for_again_it_arrives_and_the_sweep_may_ask_for_it_again_as_new(
-        self, github: FakeGithub, app: App, client: GithubClient, receiver: Receiver, redis: Redis, keys: Keys
+        self, github: FakeGithub, client: GithubClient, receiver: Receiver, still_failing: StillFailing
     ) -> None:
-        receiver.answers = [503]
-        sweeper = redeliveries(client, redis, keys, github.base_url, app, attempts=1)
-        guid = await given_up(github, app, sweeper, redis, keys)
-        records = GivenUpDeliveries(redis, keys)
-        [record] = await records.all()
-
+        records, record = still_failing.records, still_failing.record
         await records.redeliver(record, client)
         await github.redeliveries_settled()
 
-        assert [seen_guid for seen_guid, _ in receiver.seen] == [guid, guid, guid]
+        assert [seen_guid for seen_guid, _ in receiver.seen] == [record.guid] * 3
         assert await records.all() == []
-        assert (await sweeper.sweep(later(timedelta(hours=3)))).asked == [guid]
+        assert (await still_failing.sweeper.sweep(later(timedelta(hours=3)))).asked == [record.guid]
 
     async def test_the_sweep_waits_its_pause_after_an_administrator_asked(
-        self, github: FakeGithub, app: App, client: GithubClient, receiver: Receiver, redis: Redis, keys: Keys
+        self, github: FakeGithub, client: GithubClient, receiver: Receiver, still_failing: StillFailing
     ) -> None:
-        receiver.answers = [503]
-        sweeper = redeliveries(client, redis, keys, github.base_url, app, attempts=1)
-        guid = await given_up(github, app, sweeper, redis, keys)
-        records = GivenUpDeliveries(redis, keys)
-        [record] = await records.all()
         receiver.holding = asyncio.Event()
-
         asked_at = later(timedelta(hours=3))
-        await records.redeliver(record, client, now=asked_at)
-        assert (await sweeper.sweep(asked_at + INTERVAL / 2)).waiting == [guid]
-        assert (await sweeper.sweep(asked_at + INTERVAL)).asked == [guid]
+        await still_failing.records.redeliver(still_failing.record, client, now=asked_at)
+        assert (await still_failing.sweeper.sweep(asked_at + INTERVAL / 2)).waiting == [still_failing.record.guid]
+        assert (await still_failing.sweeper.sweep(asked_at + INTERVAL)).asked == [still_failing.record.guid]
         receiver.holding.set()
         await github.redeliveries_settled()
 
