@@ -328,7 +328,7 @@ class Keys:
 
     def redelivery(self, guid: str) -> str:
         """How many times GitHub was asked to deliver the webhook ``guid`` again and when last
-        (``COUNT EPOCH``; a bare count once the delivery is given up)."""
+        (:func:`drydock.channels.github.given_up.asks`)."""
         return f"{self.prefix}:redelivery:{guid}"
 
     def deliveries_given_up(self) -> str:

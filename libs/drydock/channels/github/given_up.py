@@ -51,6 +51,20 @@ class GivenUpDelivery:
         return cls(**json.loads(raw))
 
 
+def asks(count: int, at: datetime | None = None) -> str:
+    """The value of ``Keys.redelivery(guid)``: how many times the sweep asked GitHub for the
+    delivery again, and when last (``COUNT EPOCH``; a bare count once it is given up)."""
+    return f"{count} {at.timestamp()}" if at is not None else str(count)
+
+
+def read_asks(value: str | None) -> tuple[int, datetime | None]:
+    """The count and the time of :func:`asks`' value (0 and None for no key)."""
+    if value is None:
+        return 0, None
+    count, _, at = value.partition(" ")
+    return int(count), datetime.fromtimestamp(float(at), UTC) if at else None
+
+
 class GivenUpDeliveries:
     def __init__(self, redis: Redis, keys: Keys) -> None:
         self._redis = redis
@@ -75,7 +89,7 @@ class GivenUpDeliveries:
             url=_page(payload),
         )
         async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.set(self._keys.redelivery(last.guid), redeliveries + 1, ex=KEPT_BY_GITHUB)
+            pipe.set(self._keys.redelivery(last.guid), asks(redeliveries + 1), ex=KEPT_BY_GITHUB)
             pipe.hset(self._keys.deliveries_given_up(), last.guid, given_up.to_json())
             await pipe.execute()
         # Pruned here too, so that the records stay bounded however seldom they are read.
@@ -108,7 +122,7 @@ class GivenUpDeliveries:
         asked = now or datetime.now(UTC)
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.hdel(self._keys.deliveries_given_up(), given_up.guid)
-            pipe.set(self._keys.redelivery(given_up.guid), f"0 {asked.timestamp()}", ex=KEPT_BY_GITHUB)
+            pipe.set(self._keys.redelivery(given_up.guid), asks(0, asked), ex=KEPT_BY_GITHUB)
             await pipe.execute()
 
     async def forget(self, guid: str) -> None:

@@ -34,7 +34,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from drydock.bus.envelopes import Channel
-from drydock.channels.github.given_up import KEPT_BY_GITHUB, GivenUpDeliveries
+from drydock.channels.github.given_up import KEPT_BY_GITHUB, GivenUpDeliveries, asks, read_asks
 from drydock.channels.intents import DELIVERY_DONE
 from drydock.config import GithubSettings
 from drydock.errors import OutboundFailed, describe
@@ -117,7 +117,7 @@ class Redeliveries:
                 last = failed[guid]
                 if seen == DELIVERY_DONE:
                     continue
-                count, asked_at = _asked(times)
+                count, asked_at = read_asks(times)
                 if count >= self._attempts:
                     if count == self._attempts:
                         await self._give_up(last, count, now)
@@ -142,7 +142,7 @@ class Redeliveries:
             REDELIVERIES.labels("refused").inc()
             _about(last).warning("GitHub did not take a redelivery request", error=describe(error))
             return False
-        await self._redis.set(self._keys.redelivery(last.guid), f"{count + 1} {now.timestamp()}", ex=KEPT_BY_GITHUB)
+        await self._redis.set(self._keys.redelivery(last.guid), asks(count + 1, now), ex=KEPT_BY_GITHUB)
         REDELIVERIES.labels("asked").inc()
         _about(last).info("failed webhook delivery asked for again", attempt=count + 1)
         return True
@@ -171,15 +171,6 @@ class Redeliveries:
                 log.warning("failed webhook deliveries not swept: GitHub unavailable", error=describe(error))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=self._interval.total_seconds())
-
-
-def _asked(value: str | None) -> tuple[int, datetime | None]:
-    """How many times a delivery was asked for and when last, from its key: ``COUNT EPOCH`` as
-    :meth:`Redeliveries._ask` writes it, or a bare count (a delivery given up)."""
-    if value is None:
-        return 0, None
-    count, _, at = value.partition(" ")
-    return int(count), datetime.fromtimestamp(float(at), UTC) if at else None
 
 
 def _about(last: HookDelivery) -> Any:
