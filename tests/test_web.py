@@ -22,9 +22,10 @@ from redis.asyncio import Redis
 from drydock.bus import Bus
 from drydock.config import Environment, HttpSettings, Settings
 from drydock.embedded import free_port
-from drydock.http import DirectRoute, ListenError, built, create_app, serve
+from drydock.http import DirectRoute, ListenError, create_app, serve
 from drydock.infra.redis import Keys
 from drydock.runtime import Runtime
+from tests.routes import built
 from tests.waiting import eventually
 
 

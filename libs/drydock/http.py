@@ -39,16 +39,6 @@ RouterFactory = Callable[[Runtime], contextlib.AbstractAsyncContextManager[APIRo
 writes still waiting) when it stops; the web app's are listed in ``services.web.app``."""
 
 
-def built(router: APIRouter) -> RouterFactory:
-    """A factory of routes built beforehand, whose builder closes what they hold."""
-
-    @contextlib.asynccontextmanager
-    async def opened(_: Runtime) -> AsyncIterator[APIRouter]:
-        yield router
-
-    return opened
-
-
 ErrorPage = Callable[[Request, int, str], Awaitable[Response]]
 """An HTML page for an error status and its detail."""
 

@@ -19,7 +19,7 @@ from drydock.bus import Bus, GithubEvent, InboxMessage, Wake, subjects
 from drydock.bus import streams as bus_streams
 from drydock.channels.outbound import Outbound
 from drydock.config import Settings
-from drydock.http import built, create_app
+from drydock.http import create_app
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.runtime import Runtime
@@ -30,6 +30,7 @@ from services.ingress.accept import Ingress
 from services.ingress.webhooks import webhook_router
 from tests.fakes.loopback import LoopbackServer
 from tests.fakes.signing import SignedRequest
+from tests.routes import built
 
 GITHUB_SECRET = "github-webhook-secret"
 SLACK_SECRET = "slack-signing-secret"

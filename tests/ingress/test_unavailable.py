@@ -22,7 +22,7 @@ from drydock.bus.streams import INBOX_STREAM
 from drydock.channels.outbound import Outbound
 from drydock.config import Settings
 from drydock.embedded import EmbeddedServer, nats_server, valkey_server
-from drydock.http import built, create_app
+from drydock.http import create_app
 from drydock.infra.redis import Keys, connect_redis
 from drydock.infra.store_epoch import establish
 from drydock.runtime import Runtime
@@ -34,6 +34,7 @@ from tests.fakes import signing
 from tests.fakes.github import webhooks
 from tests.fakes.loopback import LoopbackServer
 from tests.ingress.conftest import GITHUB_SECRET, HOST, ORG, ingress_settings
+from tests.routes import built
 from tests.waiting import eventually
 
 REPO = "widgets"
