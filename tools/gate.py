@@ -105,7 +105,8 @@ async def run(stages: tuple[tuple[Step, ...], ...], out: IO[str] = sys.stdout) -
     for outcome in done:
         print(f"  {outcome.step.name}: {_verdict(outcome)}", file=out)
     failed = [outcome for outcome in done if not outcome.passed]
-    skipped = [step.name for stage in stages for step in stage if step not in {outcome.step for outcome in done}]
+    ran = {outcome.step for outcome in done}
+    skipped = [step.name for stage in stages for step in stage if step not in ran]
     if skipped:
         print(f"  not run, after a failure: {', '.join(skipped)}", file=out)
     out.flush()
