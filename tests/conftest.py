@@ -19,6 +19,7 @@ from drydock.config import Settings, load_settings
 from drydock.embedded import EmbeddedServer, EmbeddedUrls, embedded_infrastructure, valkey_server
 from drydock.infra.redis import Keys, connect_redis
 from drydock.infra.server_keys import ServerKeys
+from tests.fakes.github import FakeGithub
 
 # Under CI property tests replay the same examples every run, so a red gate is reproducible;
 # on a developer's machine they keep exploring new ones.
@@ -82,6 +83,13 @@ async def own_valkey() -> AsyncIterator[EmbeddedServer]:
             yield server
         finally:
             await server.stop()
+
+
+@pytest.fixture
+async def github() -> AsyncIterator[FakeGithub]:
+    """A fake GitHub of the test's own on loopback (override it where a wider scope is wanted)."""
+    async with FakeGithub() as fake:
+        yield fake
 
 
 @pytest.fixture

@@ -30,12 +30,6 @@ PERMISSIONS = {"issues": "write", "pull_requests": "write", "checks": "write", "
 
 
 @pytest.fixture
-async def github() -> AsyncIterator[FakeGithub]:
-    async with FakeGithub() as fake:
-        yield fake
-
-
-@pytest.fixture
 def app(github: FakeGithub) -> App:
     return github.create_app("drydock")
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
@@ -58,12 +57,6 @@ class SignInFlow:
         assert answer.status_code == 303, answer.text
         assert answer.headers["location"] == "/threads/new"
         return client
-
-
-@pytest.fixture
-async def github() -> AsyncIterator[FakeGithub]:
-    async with FakeGithub() as fake:
-        yield fake
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ send one again."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import cast
@@ -30,12 +29,6 @@ class GaveUp:
     @property
     def records(self) -> GivenUpDeliveries:
         return GivenUpDeliveries(self.site.runtime.redis, self.site.runtime.keys)
-
-
-@pytest.fixture
-async def github() -> AsyncIterator[FakeGithub]:
-    async with FakeGithub() as fake:
-        yield fake
 
 
 async def give_up(site: Site, github: FakeGithub) -> GivenUpDelivery:

@@ -4,19 +4,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 
 import pytest
 
 from drydock.accounts import RepositorySettings
 from tests.dashboard.conftest import Site, SiteFactory
 from tests.fakes.github import FakeGithub
-
-
-@pytest.fixture
-async def github() -> AsyncIterator[FakeGithub]:
-    async with FakeGithub() as fake:
-        yield fake
 
 
 @pytest.fixture

@@ -31,12 +31,6 @@ def settings_for(app: App | None, api_url: str) -> GithubSettings:
 
 
 @pytest.fixture
-async def github() -> AsyncIterator[FakeGithub]:
-    async with FakeGithub() as fake:
-        yield fake
-
-
-@pytest.fixture
 def app(github: FakeGithub) -> App:
     return github.create_app("drydock")
 

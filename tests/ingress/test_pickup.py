@@ -5,10 +5,8 @@ membership when ``author_association`` cannot tell."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
 from structlog.testing import capture_logs
 
 from drydock.accounts import MembershipCache, Provider, RepositorySettings, TeamDefaults
@@ -35,12 +33,6 @@ from tests.ingress.conftest import (
 from tests.waiting import eventually
 
 PERMISSIONS = {"issues": "write", "pull_requests": "write", "checks": "write", "metadata": "read", "members": "read"}
-
-
-@pytest.fixture
-async def github() -> AsyncIterator[FakeGithub]:
-    async with FakeGithub() as fake:
-        yield fake
 
 
 def github_sections(app: App, fake: FakeGithub) -> dict[str, Any]:
