@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.fernet import Fernet
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from redis.asyncio import Redis
@@ -121,6 +122,13 @@ async def redis() -> AsyncIterator[Redis]:
         connection = Redis.from_url(urls.redis, decode_responses=True)
         yield connection
         await connection.aclose()
+
+
+@pytest.fixture(scope="session")
+def server_keys() -> ServerKeys:
+    """MAC keys of the session's own, for the sandbox records (the unit tests' fixture is not
+    this suite's)."""
+    return ServerKeys([Fernet.generate_key().decode()])
 
 
 def settings_for(cluster: Cluster, **kubernetes: Any) -> SandboxSettings:
