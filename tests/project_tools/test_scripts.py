@@ -1,8 +1,10 @@
-"""The PDM scripts a developer runs: ``pdm run test PATH`` runs only PATH, and an empty
-integration suite is an explicit, successful no-op."""
+"""The PDM scripts a developer runs: ``pdm run test PATH`` runs only PATH, an empty
+integration suite is an explicit, successful no-op, and the cluster suites that skip in CI
+still find their fixtures."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -52,3 +54,32 @@ def test_an_integration_suite_that_collects_nothing_says_so_and_succeeds(
     (tmp_path / "test_nothing.py").write_text('"""A module with no test in it."""\n')
     assert integration.main(["-q", "-p", "no:asyncio"], root=tmp_path) == 0
     assert "no integration test was collected; nothing to run" in capsys.readouterr().out
+
+
+def test_every_cluster_test_finds_its_fixtures_where_it_would_skip() -> None:
+    """CI has no cluster, so the cluster suites skip there; pytest's setup plan still resolves
+    every fixture they ask for, without running one, so a suite that would error at setup on a
+    cluster fails here instead."""
+    environment = {name: value for name, value in os.environ.items() if name != "KUBECONFIG"}
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "integration",
+        "--setup-plan",
+        "-q",
+        "-p",
+        "no:randomly",
+        "-o",
+        "addopts=",
+    ]
+    result = subprocess.run(
+        command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=110, check=False
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    planned = {line.split("::")[0].strip() for line in result.stdout.splitlines() if "::" in line}
+    assert {
+        "integration/test_cluster.py",
+        "integration/test_kubernetes_provider.py",
+        "integration/test_whole_path.py",
+    } <= planned
