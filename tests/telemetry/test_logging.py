@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import io
 import json
 import logging
@@ -8,10 +10,14 @@ from collections.abc import Iterator
 import httpx
 import pytest
 import structlog
+from fastapi import FastAPI
 
-from drydock.config import LogFormat, LogSettings
+from drydock.config import HttpSettings, LogFormat, LogSettings
+from drydock.embedded import free_port
+from drydock.http import serve
 from drydock.telemetry import bind_run, configure_logging
-from drydock.telemetry.logging import BUS_LOGGER
+from drydock.telemetry.logging import BUS_LOGGER, SERVER_LOGGER
+from tests.waiting import eventually
 
 
 @pytest.fixture
@@ -152,3 +158,33 @@ class TestFaststreamTaskLines:
         bus.info("callback for Task-8 is being executed...")
         (line,) = [json.loads(line) for line in stream.getvalue().splitlines() if "Task-8" in line]
         assert line["level"] == "debug"
+
+
+class TestServerLines:
+    @pytest.mark.parametrize("level", ["INFO", "DEBUG"])
+    @pytest.mark.usefixtures("restore_logging")
+    async def test_the_servers_start_and_stop_are_debug(self, level: str) -> None:
+        stream = io.StringIO()
+        configure_logging(LogSettings(level=level), LogFormat.JSON, stream)
+        http = HttpSettings(host="127.0.0.1", port=free_port(), metrics_port=free_port())
+        serving = asyncio.create_task(serve(FastAPI(), http))
+        async with httpx.AsyncClient(trust_env=False) as client:
+
+            async def answered() -> bool:
+                try:
+                    return (await client.get(f"http://127.0.0.1:{http.metrics_port}/metrics")).status_code == 200
+                except httpx.ConnectError:
+                    return False
+
+            await eventually(answered, what="the metrics server's answer")
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+        lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+        server = [(line["level"], line["event"]) for line in lines if line["logger"] == SERVER_LOGGER]
+        if level == "INFO":
+            assert server == []
+        else:
+            # Both servers, the app's and the metrics one, said it.
+            assert server.count(("debug", "Shutting down")) == 2
+            assert {level for level, _ in server} == {"debug"}

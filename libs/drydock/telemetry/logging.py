@@ -19,10 +19,13 @@ from drydock.config import LogFormat, LogSettings
 
 BUS_LOGGER = "drydock.bus.broker"
 """FastStream's logger in every service's broker."""
-INFO_AT_DEBUG = ("httpx", BUS_LOGGER)
+SERVER_LOGGER = "uvicorn.error"
+"""uvicorn's logger: its server's start and stop, and the errors of the requests it serves."""
+INFO_AT_DEBUG = ("httpx", BUS_LOGGER, SERVER_LOGGER)
 """Loggers whose INFO lines are written at DEBUG: httpx logs each request and FastStream each
 subscriber task that ends (a line per task at every stop); one line per sandbox exec, model call
-or consumer drowns the story."""
+or consumer drowns the story. uvicorn says each server's start and stop without naming it, twice
+where the metrics server runs beside the app, and ``drydock serve`` prints the addresses itself."""
 
 
 def configure_logging(settings: LogSettings, log_format: LogFormat, stream: TextIO | None = None) -> None:
