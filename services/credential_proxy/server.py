@@ -17,6 +17,8 @@ import structlog
 from aiohttp import web
 from redis.exceptions import RedisError
 
+from drydock.credentials.cipher import SecretCipher
+from drydock.credentials.user_tokens import UserTokens
 from drydock.errors import describe
 from drydock.runtime import Runtime
 from drydock.sandbox.proxy_sockets import (
@@ -47,9 +49,12 @@ class Listening:
 
 async def _reencrypt(ctx: ProxyContext) -> None:
     """After a key rotation (a new key first in DRYDOCK_CRYPTO_KEYS), move stored tokens to it,
-    so that the old key can be retired once every replica has started with the new list."""
+    the vault's and users' OAuth tokens, so that the old key can be retired once every replica
+    has started with the new list."""
+    runtime = ctx.runtime
+    users = UserTokens(runtime.redis, runtime.keys, SecretCipher(runtime.settings.crypto.keys))
     try:
-        rewritten = await ctx.credentials.vault.rotate()
+        rewritten = await ctx.credentials.vault.rotate() + await users.rotate()
     except RedisError as error:
         log.error("re-encrypting stored tokens failed", error=describe(error))
         return

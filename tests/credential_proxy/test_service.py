@@ -20,6 +20,7 @@ from drydock import services
 from drydock.bus import Bus
 from drydock.config import Settings
 from drydock.credentials import SecretCipher, TokenVault, UpstreamToken
+from drydock.credentials.user_tokens import UserTokens
 from drydock.embedded import EmbeddedUrls, free_port
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import MissingServerKeys
@@ -90,7 +91,7 @@ class TestWithoutEncryptionKeys:
 
 
 class TestKeyRotationAtStart:
-    async def test_tokens_written_under_an_old_key_are_re_encrypted(
+    async def test_tokens_and_users_tokens_written_under_an_old_key_are_re_encrypted(
         self,
         credential_settings: Settings,
         crypto_key: str,
@@ -99,15 +100,19 @@ class TestKeyRotationAtStart:
         redis: Redis,
         keys: Keys,
     ) -> None:
-        await TokenVault(redis, keys, SecretCipher([crypto_key])).put("d1", _upstream("ghs_old_key"))
+        old = SecretCipher([crypto_key])
+        await TokenVault(redis, keys, old).put("d1", _upstream("ghs_old_key"))
+        await UserTokens(redis, keys, old).put("user-1", "gho_users_own")
         newest = Fernet.generate_key().decode()
         rotated = credential_settings.crypto.model_copy(update={"keys": [SecretStr(newest), SecretStr(crypto_key)]})
         settings = credential_settings.model_copy(update={"crypto": rotated})
         async with serving(Runtime(settings, nats_client, bus, redis, keys)) as listening:
             await listening.reencryption
+        # Readable with the newest key alone: the old one can be retired.
         stored = await TokenVault(redis, keys, SecretCipher([newest])).get("d1")
         assert stored is not None
         assert stored.token == "ghs_old_key"
+        assert await UserTokens(redis, keys, SecretCipher([newest])).get("user-1") == "gho_users_own"
 
 
 def _upstream(token: str) -> UpstreamToken:

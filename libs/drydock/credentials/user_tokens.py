@@ -4,7 +4,8 @@ A token is stored under :meth:`Keys.user_token` as ciphertext of the newest key
 (:class:`SecretCipher`), with the token's expiry as the record's TTL when it has one. It is
 decrypted only into memory, when a run acts on GitHub for its user; :func:`github_authorization`
 falls back to the App's installation token when the user stored none.
-:meth:`UserTokens.rotate` re-encrypts the records after a key is added, as the token vault does.
+:meth:`UserTokens.rotate` re-encrypts the records after a key is added, as the token vault does;
+the credential proxy runs both at its start.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import structlog
 from redis.asyncio import Redis
 
 from drydock.credentials.cipher import CipherError, SecretCipher
-from drydock.infra.compare_and_set import StringSwap
+from drydock.credentials.reencryption import reencrypt
 from drydock.infra.redis import Keys
 
 if TYPE_CHECKING:
@@ -35,7 +36,6 @@ class UserTokens:
         self._redis = redis
         self._keys = keys
         self._cipher = cipher
-        self._swap = StringSwap(redis)
 
     def _key(self, user_id: str) -> str:
         if not user_id:
@@ -76,21 +76,9 @@ class UserTokens:
         return bool(await self._redis.delete(self._key(user_id)))
 
     async def rotate(self) -> int:
-        """Re-encrypt every record not yet under the newest key; return how many were rewritten.
-        A record changed meanwhile is left as its writer left it; one no key can read is skipped."""
-        rewritten = 0
-        async for key in self._redis.scan_iter(match=self._keys.user_tokens_pattern(), count=500):
-            ciphertext = cast(str | None, await self._redis.get(key))
-            if ciphertext is None or self._cipher.is_current(ciphertext):
-                continue
-            try:
-                fresh = self._cipher.rotate(ciphertext)
-            except CipherError:
-                log.warning("stored user token undecryptable with the configured keys", key=key)
-                continue
-            if await self._swap(key, ciphertext, fresh):
-                rewritten += 1
-        return rewritten
+        """Re-encrypt every record not yet under the newest key; return how many were rewritten
+        (:func:`~drydock.credentials.reencryption.reencrypt`)."""
+        return await reencrypt(self._redis, self._cipher, self._keys.user_tokens_pattern(), what="user token")
 
 
 async def github_authorization(

@@ -10,15 +10,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import cast
 
-import structlog
 from redis.asyncio import Redis
 
-from drydock.credentials.cipher import CipherError, SecretCipher
+from drydock.credentials.cipher import SecretCipher
+from drydock.credentials.reencryption import reencrypt
 from drydock.credentials.upstream_token import UpstreamToken
-from drydock.infra.compare_and_set import StringSwap
 from drydock.infra.redis import Keys
-
-log = structlog.get_logger(__name__)
 
 
 class TokenVault:
@@ -28,7 +25,6 @@ class TokenVault:
         self._redis = redis
         self._keys = keys
         self._cipher = cipher
-        self._swap = StringSwap(redis)
 
     async def put(self, digest: str, token: UpstreamToken) -> None:
         """Store ``token`` for the grant; the record expires when the token does."""
@@ -52,22 +48,6 @@ class TokenVault:
         await self._redis.delete(self._keys.grant_token(digest))
 
     async def rotate(self) -> int:
-        """Re-encrypt every record not yet under the newest key; return how many were rewritten.
-
-        Safe while the proxy runs: a record changed in the meantime is left as its writer left
-        it (already under the newest key). A record no configured key can read is skipped.
-        """
-        rewritten = 0
-        async for key in self._redis.scan_iter(match=self._keys.grant_tokens_pattern(), count=500):
-            ciphertext = cast(str | None, await self._redis.get(key))
-            if ciphertext is None or self._cipher.is_current(ciphertext):
-                continue
-            try:
-                fresh = self._cipher.rotate(ciphertext)
-            except CipherError:
-                # Written under a key no longer configured: unreadable, and gone when the token expires.
-                log.warning("stored token undecryptable with the configured keys", key=key)
-                continue
-            if await self._swap(key, ciphertext, fresh):
-                rewritten += 1
-        return rewritten
+        """Re-encrypt every record not yet under the newest key; return how many were rewritten
+        (:func:`~drydock.credentials.reencryption.reencrypt`)."""
+        return await reencrypt(self._redis, self._cipher, self._keys.grant_tokens_pattern(), what="token")
