@@ -141,6 +141,24 @@ def _author(sender: Sender, user_id: str | None) -> Author:
     return Author(channel=sender.channel, external_id=sender.external_id, name=sender.name, user_id=user_id)
 
 
+def _inbox_message(
+    intent: Message, thread_id: str, user_id: str | None, repository: str | None, trigger: Trigger
+) -> InboxMessage:
+    """What ``thread_id``'s inbox receives of ``intent``, written by ``user_id``."""
+    sender = intent.sender
+    return InboxMessage(
+        delivery_id=intent.delivery_id,
+        thread_id=thread_id,
+        channel=sender.channel,
+        author=_author(sender, user_id),
+        text=intent.text,
+        repository=repository,
+        references={**intent.references, "event": intent.event},
+        reply_to=intent.reply_to,
+        trigger=trigger,
+    )
+
+
 def asks_for_review(text: str, handle: str) -> bool:
     """Whether ``text`` addresses ``handle`` asking for a review: ``@drydock review``, ``@drydock
     please review this``, ``@drydock can you review?`` (not ``@drydock fix the review comments``)."""
@@ -271,19 +289,6 @@ class Routing:
         else:
             trigger = Trigger.MENTION if mentioned else Trigger.CONTEXT if _on_issue(intent) else Trigger.FOLLOW_UP
 
-        def message(repository: str | None) -> InboxMessage:
-            return InboxMessage(
-                delivery_id=intent.delivery_id,
-                thread_id=thread_id,
-                channel=sender.channel,
-                author=_author(sender, user_id),
-                text=intent.text,
-                repository=repository,
-                references={**intent.references, "event": intent.event},
-                reply_to=intent.reply_to,
-                trigger=trigger,
-            )
-
         thread_settings: Changes | None = None
         request = model_request_in(intent.text) if mentioned else None
         if request is not None:
@@ -296,7 +301,8 @@ class Routing:
             # On an issue, people talk among themselves: the comment waits in the inbox as context
             # and only a mention wakes the agent. On its own pull request, comments are addressed to it.
             wake = trigger is not Trigger.CONTEXT
-            return Route(Role.CODER, message(repository), settings=thread_settings, wake=wake, acknowledge=wake)
+            message = _inbox_message(intent, thread_id, user_id, repository, trigger)
+            return Route(Role.CODER, message, settings=thread_settings, wake=wake, acknowledge=wake)
         repository = intent.repository
         if repository is None:
             profile_default = (await self._accounts.profile(user_id)).default_repository if user_id else None
@@ -310,7 +316,7 @@ class Routing:
             if isinstance(intent.conversation, GithubConversation):
                 return Skip(f"the coder is not enabled on {repository}")
             return Reply(intent.reply_to, not_enabled(repository))
-        new = message(repository_settings.full_name)
+        new = _inbox_message(intent, thread_id, user_id, repository_settings.full_name, trigger)
         create = new_thread_fields(new, created_by="ingress")
         create.update({name: value for name, value in (thread_settings or {}).items() if value is not None})
         return Route(Role.CODER, new, create=create, acknowledge=True)
@@ -333,17 +339,7 @@ class Routing:
         refusal = await self._authorizer.refusal(sender, user_id, lookup.team, intent.repository)
         if refusal is not None:
             return Skip(f"author not authorized: {refusal}")
-        message = InboxMessage(
-            delivery_id=intent.delivery_id,
-            thread_id=thread_id,
-            channel=sender.channel,
-            author=_author(sender, user_id),
-            text=intent.text,
-            repository=intent.repository,
-            references={**intent.references, "event": intent.event},
-            reply_to=intent.reply_to,
-            trigger=Trigger.FOLLOW_UP,
-        )
+        message = _inbox_message(intent, thread_id, user_id, intent.repository, Trigger.FOLLOW_UP)
         return Route(Role.REVIEWER, message, acknowledge=True)
 
     async def _review_mention(self, intent: Message, lookup: Lookup) -> Decision:
@@ -355,17 +351,7 @@ class Routing:
         if refusal is not None:
             return Skip(f"author not authorized: {refusal}")
         thread_id = ids.reviewer(conversation.host, conversation.owner, conversation.repo, conversation.number)
-        message = InboxMessage(
-            delivery_id=intent.delivery_id,
-            thread_id=thread_id,
-            channel=sender.channel,
-            author=_author(sender, user_id),
-            text=intent.text,
-            repository=intent.repository,
-            references={**intent.references, "event": intent.event},
-            reply_to=intent.reply_to,
-            trigger=Trigger.REVIEW_REQUEST,
-        )
+        message = _inbox_message(intent, thread_id, user_id, intent.repository, Trigger.REVIEW_REQUEST)
         return Route(Role.REVIEWER, message, create=new_thread_fields(message, created_by="ingress"), acknowledge=True)
 
     async def _review(self, intent: ReviewRequest, lookup: Lookup) -> Decision:
