@@ -1,22 +1,18 @@
 """Users' GitHub tokens on the real Valkey: encrypted at rest, expiring with the token, re-encrypted
-by a key rotation; and the authorization the GitHub tools act with (the user's, else the App's)."""
+by a key rotation. The GitHub tools' use of them (the user's, else the App's) is tested with the
+tools, in ``tests/tools/test_open_pull_request.py``."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from cryptography.fernet import Fernet
 from redis.asyncio import Redis
 
-from drydock.config import GithubSettings
 from drydock.credentials.cipher import SecretCipher
-from drydock.credentials.user_tokens import UserTokens, github_authorization
-from drydock.github import GithubClient
+from drydock.credentials.user_tokens import UserTokens
 from drydock.infra.redis import Keys
-from tests.credentials.conftest import REPOSITORY
-from tests.fakes.github import App, FakeGithub
 
 TOKEN = "ghu_0123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -79,30 +75,3 @@ class TestRotation:
         only_newest = UserTokens(redis, keys, SecretCipher([newest]))
         assert (await only_newest.get("user-1"), await only_newest.get("user-2")) == (TOKEN, "ghu_second")
         assert await redis.pttl(keys.user_token("github", "user-1")) > 0
-
-
-@pytest.fixture
-async def client(github: FakeGithub, github_app: App) -> AsyncIterator[GithubClient]:
-    settings = GithubSettings.model_validate(
-        {"api_url": github.base_url, "app_id": github_app.id, "private_key": github_app.private_key_pem}
-    )
-    found = GithubClient(settings)
-    yield found
-    await found.aclose()
-
-
-class TestGithubAuthorization:
-    async def test_the_user_s_own_token_when_they_stored_one(self, client: GithubClient, tokens: UserTokens) -> None:
-        await tokens.put("user-1", TOKEN)
-
-        assert await github_authorization(client, REPOSITORY, tokens=tokens, user_id="user-1") == f"token {TOKEN}"
-
-    @pytest.mark.parametrize("user_id", ["user-without-token", None])
-    async def test_else_the_app_s_installation_token(
-        self, github: FakeGithub, client: GithubClient, tokens: UserTokens, user_id: str | None
-    ) -> None:
-        authorization = await github_authorization(client, REPOSITORY, tokens=tokens, user_id=user_id)
-
-        scheme, _, token = authorization.partition(" ")
-        assert scheme == "token"
-        assert github.token_allows(token, REPOSITORY, permission="pull_requests", level="write")

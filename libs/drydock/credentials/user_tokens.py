@@ -2,8 +2,9 @@
 
 A token is stored under :meth:`Keys.user_token` as ciphertext of the newest key
 (:class:`SecretCipher`), with the token's expiry as the record's TTL when it has one. It is
-decrypted only into memory, when a run acts on GitHub for its user; :func:`github_authorization`
-falls back to the App's installation token when the user stored none.
+decrypted only into memory, when a run acts on GitHub for its user; the GitHub tools fall back
+to the App's installation token when the user stored none or GitHub refuses theirs
+(:meth:`drydock.tools.github_access.GithubAccess.as_user_or_app`).
 :meth:`UserTokens.rotate` re-encrypts the records after a key is added, as the token vault does;
 the credential proxy runs both at its start.
 """
@@ -79,18 +80,6 @@ class UserTokens:
         """Re-encrypt every record not yet under the newest key; return how many were rewritten
         (:func:`~drydock.credentials.reencryption.reencrypt`)."""
         return await reencrypt(self._redis, self._cipher, self._keys.user_tokens_pattern(), what="user token")
-
-
-async def github_authorization(
-    github: GithubClient, repository: str, *, tokens: UserTokens | None = None, user_id: str | None = None
-) -> str:
-    """The ``Authorization`` header for acting on ``repository``: the user's own token when
-    ``user_id`` stored one, else the App's installation token for the repository."""
-    if tokens is not None and user_id:
-        token = await tokens.get(user_id)
-        if token is not None:
-            return f"token {token}"
-    return await app_authorization(github, repository)
 
 
 async def app_authorization(github: GithubClient, repository: str) -> str:

@@ -1,5 +1,5 @@
 """Pull requests and reviews, with the caller's ``Authorization`` header, so that they can act
-as a user (:func:`drydock.credentials.user_tokens.github_authorization`) or as the App's
+as a user (:meth:`drydock.tools.github_access.GithubAccess.as_user_or_app`) or as the App's
 installation (:meth:`~drydock.github.installations.Installations.app_authorization`)."""
 
 from __future__ import annotations
