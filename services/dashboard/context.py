@@ -10,6 +10,7 @@ import structlog
 from fastapi.routing import APIRoute
 
 from drydock.accounts import AccountsStore, LinkCodes
+from drydock.autofix.enablement import Enablements
 from drydock.config import Settings
 from drydock.credentials.cipher import CipherError, SecretCipher
 from drydock.credentials.user_tokens import UserTokens
@@ -50,6 +51,7 @@ class Dashboard:
     stops: StopRequests
     approvals: Approvals
     records: PullRequestStore
+    enablements: Enablements
     sandboxes: SandboxStore
     sessions: SessionStore
     logins: LoginAttempts
@@ -125,6 +127,7 @@ class Dashboard:
             stops=StopRequests(redis, keys),
             approvals=Approvals(redis, keys, server_keys),
             records=PullRequestStore(redis, keys),
+            enablements=Enablements(redis, keys, host=host),
             sandboxes=SandboxStore(redis, keys, server_keys),
             sessions=sessions,
             logins=LoginAttempts(redis, keys),

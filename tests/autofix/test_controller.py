@@ -8,7 +8,7 @@ import asyncio
 from drydock.autofix.overrides import OverrideSource
 from drydock.autofix.policy import Kind, Outcome, OverrideState
 from drydock.bus import Channel, EventType, RunEvent, Trigger
-from tests.autofix.conftest import NAME, ORG, READER, REPO, WRITER, AgentPull, World, event, sha
+from tests.autofix.conftest import NAME, ORG, OWNER_ID, READER, REPO, WRITER, AgentPull, World, event, sha
 from tests.fakes.github import webhooks as hooks
 from tests.fakes.github.activity import activity_of
 
@@ -269,8 +269,7 @@ class TestOverrides:
             ORG, NAME, pull.number, "drydock:autofix", sender=hooks.user(WRITER), head_ref=pull.branch
         )
         await world.controller.handle(event("pull_request", labeled))
-        enabled = await world.controller.enablements.for_pull("github.com", REPO, pull.number)
-        assert enabled is not None
+        enabled = await world.controller.enablements.of(OWNER_ID, "github.com", REPO, pull.number)
         assert enabled.enabled
 
         unlabeled = hooks.labeled(
@@ -278,8 +277,7 @@ class TestOverrides:
             head_ref=pull.branch,
         )  # fmt: skip
         await world.controller.handle(event("pull_request", unlabeled))
-        enabled = await world.controller.enablements.for_pull("github.com", REPO, pull.number)
-        assert enabled is not None
+        enabled = await world.controller.enablements.of(OWNER_ID, "github.com", REPO, pull.number)
         assert not enabled.enabled
 
     async def test_turning_autofix_on_again_resets_the_loop_count(self, world: World) -> None:

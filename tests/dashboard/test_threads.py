@@ -10,6 +10,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from drydock.accounts import UserProfile
+from drydock.autofix.overrides import AutofixOverrides, OverrideSource
+from drydock.autofix.policy import OverrideState
 from drydock.bus import BusUnavailable, EventType, InboxMessage, Wake, subjects
 from drydock.bus.envelopes import Channel
 from drydock.bus.streams import RUNS_STREAM
@@ -202,9 +205,11 @@ class TestDetail:
         assert [message["text"] for message in detail["messages"]] == [PROMPT]
         assert [event["type"] for event in detail["events"]] == ["started", "model_call", "completed"]
         assert [event["state"] for event in detail["events"]] == ["running", None, "idle"]
+        both_off = "the owner's autofix setting and the repository's autofix opt-in are off"
         assert detail["pull_requests"] == [
             {"repository": "acme/widgets", "number": 12, "url": "https://github.com/acme/widgets/pull/12",
-             "state": "open", "branch": "drydock/fix-add", "checks": None, "checks_error": None},
+             "state": "open", "branch": "drydock/fix-add", "checks": None, "checks_error": None,
+             "autofix": {"enabled": False, "reason": both_off}},
         ]  # fmt: skip
         assert detail["sandbox"]["status"] == "ready"
         assert detail["sandbox"]["provider"] == "local"
@@ -266,6 +271,38 @@ class TestPullRequestChecks:
             failed = next(pull for pull in pulls if pull["repository"] == "acme/elsewhere")
             assert failed["checks"] is None
             assert failed["checks_error"]
+
+
+class TestPullRequestAutofix:
+    async def test_whether_autofix_keeps_each_pull_request_green_and_what_decides_it(self, site: Site) -> None:
+        await site.enable(autofix=True)
+        await site.accounts.save_profile(UserProfile(user_id="gh-2", autofix=True))
+        thread_id = await site.thread(new_id(), owner="gh-2")
+        records = PullRequestStore(site.runtime.redis, site.runtime.keys)
+        for number in (12, 13):
+            await records.record(PullRequestRecord("github.com", "acme/widgets", number, thread_id, f"fix-{number}"))
+        await AutofixOverrides(site.runtime.redis, site.runtime.keys).set(
+            "github.com", "acme/widgets", 13, OverrideState.OFF, by="ada", source=OverrideSource.COMMENT
+        )
+        bob = await site.session("gh-2", "bob")
+
+        pulls = (await bob.get(f"/api/v1/threads/{thread_id}")).json()["pull_requests"]
+        assert {pull["number"]: pull["autofix"] for pull in pulls} == {
+            12: {"enabled": True, "reason": "on for the owner and the repository"},
+            13: {"enabled": False, "reason": "turned off for this pull request"},
+        }
+        page = (await bob.get(f"/threads/{thread_id}")).text
+        assert "Autofix on: on for the owner and the repository." in page
+        assert "Autofix off: turned off for this pull request." in page
+
+        await site.accounts.save_profile(UserProfile(user_id="gh-2", autofix=False))
+        pulls = (await bob.get(f"/api/v1/threads/{thread_id}")).json()["pull_requests"]
+        assert {pull["number"]: pull["autofix"]["reason"] for pull in pulls} == {
+            12: "the owner's autofix setting is off",
+            13: "turned off for this pull request",
+        }
+        listed = (await bob.get("/api/v1/threads")).json()["threads"][0]["pull_request"]
+        assert listed["autofix"] is None
 
 
 class TestFollowUp:

@@ -1,6 +1,7 @@
 """Reading the three layers of autofix enablement for a pull request: the owner's profile flag
 (the thread's ``owner``), the repository's opt-in, and the per-PR override. The truth table is
-:func:`drydock.autofix.policy.enablement`; the dashboard shows :meth:`Enablements.for_pull`.
+:func:`drydock.autofix.policy.enablement`; the autofix monitor reads :meth:`Enablements.of`, and
+the dashboard's thread page shows it for each of the thread's pull requests.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ from drydock.accounts import AccountsStore, RepositorySettings, UserProfile
 from drydock.autofix.overrides import AutofixOverrides, Override
 from drydock.autofix.policy import Enablement, enablement
 from drydock.infra.redis import Keys
-from drydock.threads.metadata import ThreadMetadataStore
-from drydock.threads.pr_records import PullRequestStore
 
 
 class Enablements:
@@ -20,8 +19,6 @@ class Enablements:
         self._redis = redis
         self._accounts = AccountsStore(redis, keys, host=host)
         self._overrides = AutofixOverrides(redis, keys)
-        self._records = PullRequestStore(redis, keys)
-        self._metadata = ThreadMetadataStore(redis, keys)
 
     async def of(self, owner: str | None, host: str, repository: str, number: int) -> Enablement:
         """Enablement for pull request ``number`` of ``repository`` whose thread belongs to ``owner``
@@ -38,11 +35,3 @@ class Enablements:
             repository=opted_in is not None and opted_in.autofix,
             override=found.state if found is not None else None,
         )
-
-    async def for_pull(self, host: str, repository: str, number: int) -> Enablement | None:
-        """Enablement of an agent pull request; ``None`` when the agent did not create it."""
-        thread_id = await self._records.thread_for(host, repository, number)
-        if thread_id is None:
-            return None
-        thread = await self._metadata.find(thread_id)
-        return await self.of(thread.owner if thread is not None else None, host, repository, number)

@@ -16,6 +16,15 @@ class CheckOut(BaseModel):
     url: str | None = None
 
 
+class AutofixOut(BaseModel):
+    enabled: bool = Field(
+        description="Whether the autofix loop repairs its failed checks, merge conflicts and change requests."
+    )
+    reason: str = Field(
+        description="Which setting decides it: the pull request's override, else the owner's and the repository's."
+    )
+
+
 class PullRequestOut(BaseModel):
     repository: str
     number: int
@@ -26,6 +35,7 @@ class PullRequestOut(BaseModel):
         default=None, description="The latest run of each check on its branch; null: not read (no GitHub App)."
     )
     checks_error: str | None = Field(default=None, description="Why the checks could not be read.")
+    autofix: AutofixOut | None = Field(default=None, description="Whether autofix keeps it green; null in lists.")
 
 
 class ThreadSummary(BaseModel):

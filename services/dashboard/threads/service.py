@@ -42,6 +42,7 @@ from services.dashboard.threads.fanout import EventFanout
 from services.dashboard.threads.pull_checks import PullChecks
 from services.dashboard.threads.schemas import (
     Accepted,
+    AutofixOut,
     ChangesOut,
     EventOut,
     MessageOut,
@@ -258,7 +259,8 @@ class Threads:
         thread = await self._visible(principal, thread_id)
         events = await self.events.history(thread_id)
         messages = (await self._inbox.read_after(thread_id))[-MESSAGES_LIMIT:]
-        pull_requests = [self._pull_request(record) for record in await self._d.records.of_thread(thread_id)]
+        records = await self._d.records.of_thread(thread_id)
+        pull_requests = [self._pull_request(record) for record in records]
         logins = await self._logins([thread.owner])
         changes = await self.changes.get(thread_id)
         return ThreadDetail(
@@ -274,7 +276,10 @@ class Threads:
                 for stored in messages
             ],
             events=[event_out(stored) for stored in events],
-            pull_requests=[await self._with_checks(pull_request) for pull_request in pull_requests],
+            pull_requests=[
+                await self._with_checks(await self._with_autofix(thread, record, pull_request))
+                for record, pull_request in zip(records, pull_requests, strict=True)
+            ],
             sandbox=await self._sandbox(thread.sandbox_id or ""),
             changed_files=[change.path for change in changes.files] if changes else changed_files(events),
             changes=ChangesOut.model_validate(asdict(changes)) if changes else None,
@@ -285,6 +290,13 @@ class Threads:
     async def _budget_pause(self, thread_id: str) -> str | None:
         paused = await Continuations(self._d.runtime.redis, self._d.runtime.keys).paused(thread_id)
         return f"Paused at {paused.limit_text}: {paused.spent_text}." if paused is not None else None
+
+    async def _with_autofix(
+        self, thread: ThreadMetadata, record: PullRequestRecord, pull_request: PullRequestOut
+    ) -> PullRequestOut:
+        enablement = await self._d.enablements.of(thread.owner, record.host, record.repository, record.number)
+        autofix = AutofixOut(enabled=enablement.enabled, reason=enablement.reason)
+        return pull_request.model_copy(update={"autofix": autofix})
 
     async def _with_checks(self, recorded: PullRequestOut) -> PullRequestOut:
         """The pull request as GitHub has it now, with its checks, where the App may read them."""
