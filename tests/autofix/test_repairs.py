@@ -138,7 +138,7 @@ class TestOverrides:
         found = await overrides.get(*PULL)
         assert found is not None
         assert (found.state, found.by, found.source) == (OverrideState.OFF, "ada", OverrideSource.COMMENT)
-        assert await overrides.get_many([PULL, ("github.com", "acme/widgets", 13)]) == [found, None]
+        assert await overrides.get("github.com", "acme/widgets", 13) is None
 
     async def test_removing_a_label_clears_only_an_override_the_label_set(self, redis: Redis, keys: Keys) -> None:
         overrides = AutofixOverrides(redis, keys)

@@ -5,7 +5,6 @@ hash per pull request; the dashboard reads and writes them through :class:`Autof
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -53,10 +52,6 @@ class Override:
         )
 
 
-PullRef = tuple[str, str, int]
-"""``(host, owner/name, number)``."""
-
-
 class AutofixOverrides:
     """The overrides of every pull request."""
 
@@ -72,14 +67,6 @@ class AutofixOverrides:
     def queue_get(self, pipe: Pipeline, host: str, repository: str, number: int) -> None:
         """Queue :meth:`get` on a caller's pipeline; :meth:`Override.from_hash` decodes the reply."""
         pipe.hgetall(self._keys.autofix_override(host, repository, number))
-
-    async def get_many(self, pulls: Sequence[PullRef]) -> list[Override | None]:
-        """The overrides of several pull requests in one round trip, in order."""
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for host, repository, number in pulls:
-                pipe.hgetall(self._keys.autofix_override(host, repository, number))
-            raws = cast(list[dict[str, str]], await pipe.execute())
-        return [Override.from_hash(raw) for raw in raws]
 
     async def set(
         self, host: str, repository: str, number: int, state: OverrideState, *, by: str, source: OverrideSource

@@ -95,10 +95,6 @@ class ModelCallLimit(AgentMiddleware[ModelCallLimitState, Any, Any]):
         self.usage = usage
         self.spend = spend
 
-    @property
-    def run_limit(self) -> int:
-        return self.budget.limit
-
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
