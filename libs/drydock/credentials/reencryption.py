@@ -19,7 +19,7 @@ async def reencrypt(redis: Redis, cipher: SecretCipher, pattern: str, *, what: s
     """Re-encrypt every string record whose key matches ``pattern`` and is not yet under the
     newest key; return how many were rewritten. Safe while the stores are in use: a record
     changed meanwhile is left as its writer left it (already under the newest key). A record no
-    configured key can read is skipped and logged as ``what``."""
+    configured key can read is skipped and logged, named ``what``."""
     swap = StringSwap(redis)
     rewritten = 0
     async for key in redis.scan_iter(match=pattern, count=500):
@@ -30,7 +30,7 @@ async def reencrypt(redis: Redis, cipher: SecretCipher, pattern: str, *, what: s
             fresh = cipher.rotate(ciphertext)
         except CipherError:
             # Written under a key no longer configured: unreadable, and gone when it expires.
-            log.warning(f"stored {what} undecryptable with the configured keys", key=key)
+            log.warning("stored secret undecryptable with the configured keys", secret=what, key=key)
             continue
         if await swap(key, ciphertext, fresh):
             rewritten += 1
