@@ -48,6 +48,7 @@ from drydock.sandbox.errors import SandboxError
 from drydock.sandbox.lifecycle import SandboxManager
 from drydock.sandbox.providers.local import LocalProvider
 from drydock.sandbox.records import SandboxStore
+from drydock.telemetry import REGISTRY
 from drydock.threads import Inbox, LeaseLost, Leases
 from drydock.threads.approvals import PLAN_REQUIRED_TEXT
 from drydock.threads.checkout import Checkout
@@ -267,6 +268,46 @@ class TestFinished:
             assert await r.state(thread) is ThreadState.IDLE
             # The coder answers through its tools; the loop posts nothing of its own.
             assert r.texts(thread) == []
+
+
+def _runs(outcome: str) -> float:
+    return REGISTRY.get_sample_value("drydock_runs_total", {"role": "coder", "outcome": outcome}) or 0
+
+
+class TestMetrics:
+    async def test_each_run_is_counted_by_its_outcome_and_timed_and_in_progress_while_it_runs(
+        self, rig: Rigging
+    ) -> None:
+        timed = {"role": "coder", "outcome": "completed"}
+        before = (_runs("completed"), REGISTRY.get_sample_value("drydock_run_seconds_count", timed) or 0)
+        async with rig(Script().reply("Done.", latency=1)) as r:
+            thread = await r.thread()
+            running = asyncio.create_task(r.run(thread))
+            await asyncio.wait_for(r.model.wait_for_requests(1), timeout=30)
+            assert REGISTRY.get_sample_value("drydock_runs_in_progress", {"role": "coder"}) == 1
+            await asyncio.wait_for(running, timeout=30)
+
+        assert REGISTRY.get_sample_value("drydock_runs_in_progress", {"role": "coder"}) == 0
+        assert _runs("completed") == before[0] + 1
+        assert REGISTRY.get_sample_value("drydock_run_seconds_count", timed) == before[1] + 1
+        assert (REGISTRY.get_sample_value("drydock_run_seconds_bucket", {**timed, "le": "1.0"}) or 0) <= before[1]
+
+    async def test_a_stopped_run_and_one_its_worker_lost_count_apart(self, rig: Rigging) -> None:
+        stopped, interrupted = _runs("stopped"), _runs("interrupted")
+        async with rig(Script().tool_call("execute", command="true").reply("too late", latency=20)) as r:
+            first = await r.thread()
+            await StopRequests(r.redis, r.keys).request(first.id, by="ada")
+            await r.run(first)
+
+            second = await r.thread()
+            task = asyncio.create_task(r.run(second))
+            await asyncio.wait_for(r.model.wait_for_requests(2), timeout=30)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+        assert (_runs("stopped"), _runs("interrupted")) == (stopped + 1, interrupted + 1)
+        assert REGISTRY.get_sample_value("drydock_runs_in_progress", {"role": "coder"}) == 0
 
 
 class TestStopped:

@@ -17,6 +17,7 @@ from drydock.bus.streams import EVENTS_STREAM
 from drydock.channels.outbound import Outbound
 from drydock.infra.redis import Keys
 from drydock.roles import Role
+from drydock.telemetry import REGISTRY
 from drydock.threads.fields import REPLY_TO
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.worker import WakeConsumer, WakeHandler
@@ -239,6 +240,7 @@ class TestDeadLetters:
             raise RuntimeError("sandbox exploded")
 
         letters = DeadLetters(wake_queue.redis, wake_queue.keys)
+        counted = REGISTRY.get_sample_value("drydock_dead_letters_total", {"role": "coder"}) or 0
         async with consuming(wake_queue, failing, office=office):
             await wake_queue.wake(thread)
 
@@ -253,6 +255,7 @@ class TestDeadLetters:
         assert notice.startswith(f"I could not finish this after {wake_queue.max_deliver} attempts;")
         event = await bus.js.get_msg(EVENTS_STREAM, subject=f"drydock.event.{thread}.error")
         assert RunEvent.model_validate_json(event.data or b"").data["dead_letter"] == letter.id
+        assert REGISTRY.get_sample_value("drydock_dead_letters_total", {"role": "coder"}) == counted + 1
 
     async def test_a_wake_whose_worker_dies_on_every_delivery_is_buried_from_the_advisory(
         self, wake_queue: WakeQueue

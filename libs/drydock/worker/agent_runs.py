@@ -89,6 +89,7 @@ from drydock.threads.stops import StopRequests
 from drydock.tools import build_tools
 from drydock.tools.context import ToolContext
 from drydock.usage import UsageLedger, UsageRecorder, UsageScope
+from drydock.worker import metrics
 from drydock.worker.budget_gate import BudgetGate, RunRefused, paused_notice, stopped_notice
 from drydock.worker.checkouts import Checkouts
 from drydock.worker.role_spec import RoleSpec, RunEnded, RunSetup, RunSkipped
@@ -182,7 +183,8 @@ class AgentRuns:
         notices = SourceNotices(self.parts.outbound, scope.reply_to, self.redactor) if self._can_answer(scope) else None
         bound = log.bind(thread_id=thread_id, run_id=scope.run_id, role=scope.role.value)
         try:
-            return await self._run(scope, thread, config, events, notices, fence=lease.fence)
+            with metrics.RUNS_IN_PROGRESS.labels(scope.role.value).track_inprogress():
+                return await self._run(scope, thread, config, events, notices, fence=lease.fence)
         except RunSkipped as skipped:
             bound.info("run skipped", reason=str(skipped))
             await events.emit(EventType.COMPLETED, summary=str(skipped), skipped=True)
@@ -202,6 +204,8 @@ class AgentRuns:
             return await self._cursor_after_unrun(thread_id, config)
         finally:
             events.abandon()
+            if not events.ended:
+                metrics.RUNS.labels(scope.role.value, metrics.INTERRUPTED).inc()
 
     def _plan_refusal(self, scope: ThreadScope) -> Callable[[], Awaitable[str | None]] | None:
         gate = self.plan_gate

@@ -23,6 +23,7 @@ from drydock.errors import describe
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.threads.metadata import ThreadMetadataStore
+from drydock.worker import metrics
 
 log = structlog.get_logger(__name__)
 
@@ -95,6 +96,7 @@ class DeadLetterOffice:
         log.error(
             "wake dead-lettered", thread_id=wake.thread_id, role=wake.role.value, deliveries=deliveries, error=error
         )
+        metrics.DEAD_LETTERS.labels(wake.role.value).inc()
         try:
             await self._letters.record(letter)
         except Exception as failure:

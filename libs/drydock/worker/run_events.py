@@ -17,8 +17,9 @@ from drydock.bus import Bus, EventType, RunEvent
 from drydock.middleware import stop_reason
 from drydock.redaction import Redactor
 from drydock.threads.scope import ThreadScope
-from drydock.threads.states import ThreadStates
+from drydock.threads.states import EVENT_OUTCOMES, ThreadStates
 from drydock.usage.recorder import METADATA_KEY as USAGE_METADATA_KEY
+from drydock.worker import metrics
 
 PENDING_EVENTS = 64
 """Step events published at most before their acknowledgements are awaited."""
@@ -44,7 +45,8 @@ class RunEvents:
         self.redactor = redactor
         """Redacts secrets from every event's data (the dashboard shows it)."""
         self._arguments: dict[str, str] = {}
-        self._since = time.monotonic()
+        self._started = self._since = time.monotonic()
+        self._ended = False
 
     def _event(self, type: EventType, data: dict[str, Any]) -> RunEvent:
         if self.redactor is not None:
@@ -57,6 +59,12 @@ class RunEvents:
         await self._bus.emit(event)
         if self._states is not None:
             await self._states.observe(event)
+        outcome = EVENT_OUTCOMES.get(type)
+        if outcome is not None and not self._ended:
+            self._ended = True
+            role = self._scope.role.value
+            metrics.RUNS.labels(role, outcome).inc()
+            metrics.RUN_SECONDS.labels(role, outcome).observe(time.monotonic() - self._started)
 
     async def begin(self, **data: Any) -> None:
         """The run's ``started`` event: the thread's state is set before this returns (a run that
@@ -78,6 +86,11 @@ class RunEvents:
         """Wait until every event published so far is stored."""
         pending, self._pending = self._pending, []
         await self._bus.acknowledged(pending)
+
+    @property
+    def ended(self) -> bool:
+        """Whether an event that ends the run was published."""
+        return self._ended
 
     def abandon(self) -> None:
         """Stop waiting for the acknowledgements still outstanding (after a run that failed)."""
