@@ -28,6 +28,7 @@ from drydock.sandbox.providers.local import LocalProvider
 from drydock.sandbox.records import SandboxStore
 from drydock.sandbox.sentinel import CreationSentinel
 from drydock.sandbox.snapshots import SnapshotStore
+from drydock.telemetry import REGISTRY
 from drydock.threads.fields import SANDBOX_ID
 from drydock.threads.metadata import ThreadMetadata, ThreadMetadataStore, ThreadNotFound
 from tests.sandbox.grants import GrantLedger
@@ -122,6 +123,10 @@ async def kill_daemon(backend: SandboxBackend) -> None:
     """SIGKILL the daemon itself (the parent of the shell it runs), as a crash would."""
     with pytest.raises(SandboxUnavailable):
         await backend.run("kill -9 $PPID; sleep 5")
+
+
+def _sample(name: str) -> float:
+    return REGISTRY.get_sample_value(name, {"provider": "local"}) or 0
 
 
 class TestEnsureSandbox:
@@ -386,6 +391,7 @@ class TestEnsureSandbox:
         records: SandboxStore,
         sandbox_settings: SandboxSettings,
     ) -> None:
+        counted = _sample("drydock_sandbox_failures_total"), _sample("drydock_sandbox_create_seconds_count")
         broken = make_manager(provider=LocalProvider(sandbox_settings, records, python="/nonexistent/python3"))
         for attempt in (1, 2):
             with pytest.raises(SandboxCreationFailed):
@@ -395,6 +401,11 @@ class TestEnsureSandbox:
         working = make_manager()
         await working.ensure_sandbox(coder_thread)
         assert await working.failures.count(coder_thread) == 0
+        # On /metrics: the two failures, and the one sandbox created.
+        assert (_sample("drydock_sandbox_failures_total"), _sample("drydock_sandbox_create_seconds_count")) == (
+            counted[0] + 2,
+            counted[1] + 1,
+        )
 
     async def test_a_failed_restore_leaves_no_empty_sandbox_behind(
         self, make_manager: ManagerFactory, coder_thread: str, metadata: ThreadMetadataStore, records: SandboxStore

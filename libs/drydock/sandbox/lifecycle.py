@@ -48,7 +48,7 @@ from drydock.infra.redis import Keys
 from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role
 from drydock.runtime import Runtime
-from drydock.sandbox import git_setup
+from drydock.sandbox import git_setup, metrics
 from drydock.sandbox.backend import CommandResult, SandboxBackend
 from drydock.sandbox.credentials import GrantError, NoProxy, SandboxCredentials, SandboxGrant
 from drydock.sandbox.errors import SandboxError, SandboxNotFound, SandboxUnavailable
@@ -194,6 +194,7 @@ class SandboxManager:
             return entry.backend
 
     async def _count_failure(self, thread_id: str) -> None:
+        metrics.FAILURES.labels(self.provider.name).inc()
         try:
             count = await self.failures.record(thread_id)
         except RedisError:
@@ -335,11 +336,13 @@ class SandboxManager:
                 return None
             if expected is not None:
                 await self._delete_quietly(expected)
+            started = time.monotonic()
             try:
                 handle = await self.provider.create(thread_id, labels={"role": role.value})
             except BaseException:
                 await self.metadata.compare_and_set(thread_id, SANDBOX_ID, expected=sentinel, new=None)
                 raise
+            metrics.CREATE_SECONDS.labels(self.provider.name).observe(time.monotonic() - started)
             if not await self.metadata.compare_and_set(thread_id, SANDBOX_ID, expected=sentinel, new=handle.id):
                 log.warning("our creation sentinel was taken over; discarding the new sandbox", thread_id=thread_id)
                 await self._delete_quietly(handle.id)
