@@ -55,6 +55,7 @@ from tests.fakes.linear import FakeLinear
 from tests.fakes.loopback import LoopbackServer
 from tests.fakes.openai_server import Responder, Script, ScriptedModelServer
 from tests.fakes.slack import FakeSlack
+from tests.waiting import eventually
 
 GITHUB_SECRET = "e2e-github-secret"
 SLACK_SECRET = "e2e-slack-secret"
@@ -162,6 +163,16 @@ class Stage:
         finally:
             await subscription.unsubscribe()
         return found
+
+    async def released(self, thread_id: str) -> None:
+        """Wait until the worker lets go of the thread: after the turn's snapshot and the
+        checkpoints' compaction, which follow the run's end event (a test that reads the
+        sandbox's files while the snapshot is written sees its temporary files come and go)."""
+
+        async def free() -> bool:
+            return not await self.runtime.redis.exists(self.runtime.keys.lease(thread_id))
+
+        await eventually(free, within=60, what=f"the worker to release thread {thread_id}")
 
     async def inbox_size(self, thread_id: str) -> int:
         return len(await Inbox(self.runtime.bus).read_after(thread_id))

@@ -115,6 +115,7 @@ class TestMentionToPullRequest:
             # Clone and push went through the proxy with installation tokens; none reached the sandbox.
             tokens = list(stage.github.state.tokens)
             assert tokens
+            await stage.released(thread_id)
             for path in (tmp_path / "sandboxes").rglob("*"):
                 if path.is_file() and not path.is_symlink():
                     content = path.read_bytes()

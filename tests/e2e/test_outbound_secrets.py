@@ -77,6 +77,7 @@ class TestNoSecretLeaves:
             ]
             assert f"x-access-token:{NOTE}@github.com" in tool_outputs[0]
             # The sandbox's own grant, which git's configuration shows, is one of Drydock's secrets.
+            await stage.released(thread_id)
             [grant_config] = list((tmp_path / "sandboxes").rglob("grant.gitconfig"))
             [grant] = set(re.findall(rf"/{GRANT_PATH}/([^/]+)/git/", grant_config.read_text()))
             assert grant not in shown
