@@ -3,24 +3,38 @@ every manifest is valid for current Kubernetes, and the rendered output keeps it
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from pathlib import Path
 
 import kubernetes_validate  # type: ignore[import-untyped]
+import promql_parser
 import pytest
 from cryptography.fernet import Fernet
+from prometheus_client import generate_latest
 
 from drydock.bus.streams import RUNS_STREAM, run_consumer
 from drydock.config import Settings, load_settings
 from drydock.roles import Role
 from drydock.sandbox.providers.kubernetes import naming, rbac
 from drydock.sandbox.providers.kubernetes.manifests import sandbox_pod
+from drydock.telemetry import REGISTRY
 from tests.chart.conftest import CHART, DEVELOPMENT, EVERYTHING, RELEASE, Manifest, Render, named, of_kind, run_helm
 
+METRIC_MODULES = (
+    "services.ingress.metrics",
+    "services.credential_proxy.metrics",
+    "drydock.worker.metrics",
+    "drydock.sandbox.metrics",
+    "drydock.channels.github.redelivery",
+    "drydock.usage.metrics",
+    "drydock.autofix.metrics",
+)
+"""Where the services declare their Prometheus metrics."""
 KUBERNETES_VERSIONS = ("1.35.0", kubernetes_validate.latest_version())
 """The release current when this was written, and the newest the validator knows."""
-CUSTOM_RESOURCES = {("keda.sh/v1alpha1", "ScaledObject")}
+CUSTOM_RESOURCES = {("keda.sh/v1alpha1", "ScaledObject"), ("monitoring.coreos.com/v1", "PrometheusRule")}
 """Kinds with no bundled schema; their shape is checked by the tests below instead."""
 SECRET_VARIABLES = {
     "DRYDOCK_GITHUB_PRIVATE_KEY",
@@ -88,7 +102,7 @@ class TestValidity:
 
     def test_everything_renders_every_optional_kind(self, everything_manifests: list[Manifest]) -> None:
         kinds = {manifest["kind"] for manifest in everything_manifests}
-        assert {"Ingress", "HorizontalPodAutoscaler", "ScaledObject", "PodDisruptionBudget"} <= kinds
+        assert {"Ingress", "HorizontalPodAutoscaler", "ScaledObject", "PodDisruptionBudget", "PrometheusRule"} <= kinds
 
 
 class TestDeployments:
@@ -436,3 +450,62 @@ class TestKeda:
         )
         assert result.returncode != 0
         assert "only workers scale on JetStream lag" in result.stderr
+
+
+def served_metrics() -> set[str]:
+    """The names of the samples the services can serve on ``/metrics``, from the exposition's
+    ``# TYPE`` lines (a labelled metric with no children yet has no samples to show)."""
+    for module in METRIC_MODULES:
+        importlib.import_module(module)
+    served: set[str] = set()
+    for line in generate_latest(REGISTRY).decode().splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split()
+            # The exposition names a counter with its _total already.
+            served.update(name + suffix for suffix in ("_bucket", "_count", "_sum") if kind == "histogram")
+            served.add(name)
+    return served
+
+
+def selected_metrics(node: object) -> set[str]:
+    """The metric names the PromQL expression ``node`` (parsed) selects."""
+    if isinstance(node, promql_parser.VectorSelector):
+        return {node.name or ""}
+    found: set[str] = set()
+    for part in ("lhs", "rhs", "expr", "vector_selector"):
+        if hasattr(node, part):
+            found |= selected_metrics(getattr(node, part))
+    for argument in getattr(node, "args", None) or ():
+        found |= selected_metrics(argument)
+    return found
+
+
+class TestAlerts:
+    def test_only_when_asked_for(self, default_manifests: list[Manifest]) -> None:
+        assert of_kind(default_manifests, "PrometheusRule") == []
+
+    def test_every_rule_parses_and_reads_only_metrics_the_services_serve(
+        self, everything_manifests: list[Manifest]
+    ) -> None:
+        [rule] = of_kind(everything_manifests, "PrometheusRule")
+        assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+        rules = [entry for group in rule["spec"]["groups"] for entry in group["rules"]]
+        assert len(rules) >= 6
+        served = served_metrics()
+        for entry in rules:
+            selected = selected_metrics(promql_parser.parse(entry["expr"]))
+            assert selected, entry["alert"]
+            assert selected <= served, (entry["alert"], selected - served)
+            assert entry["labels"]["severity"] in {"warning", "critical"}
+            assert entry["annotations"]["summary"]
+
+    def test_the_thresholds_come_from_the_values(self, render: Render, tmp_path: Path) -> None:
+        values = tmp_path / "alerts.yaml"
+        values.write_text("alerts: {enabled: true, failedRunsRatio: 0.5, sandboxFailures: 7}\n")
+        rendered = render(values)
+        [rule] = of_kind(rendered, "PrometheusRule")
+        expressions = {entry["alert"]: entry["expr"].strip() for entry in rule["spec"]["groups"][0]["rules"]}
+        assert expressions["DrydockRunsFailing"].endswith("> 0.5")
+        assert expressions["DrydockSandboxesFailing"].endswith("> 7")
+        summaries = {entry["alert"]: entry["annotations"]["summary"] for entry in rule["spec"]["groups"][0]["rules"]}
+        assert summaries["DrydockRunsFailing"].startswith("More than 50% of ")
