@@ -40,10 +40,10 @@ from fastapi import FastAPI
 from langchain_core.messages import convert_to_messages
 from langchain_core.outputs import ChatResult
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 from nats.aio.msg import Msg
 
+from bench.floor_agent import search_tool
 from bench.floor_ingress import FloorIngress
 from bench.harness import Figures, measure, report
 from drydock.bus import EventType, RunEvent
@@ -60,7 +60,6 @@ from drydock.sandbox.providers.local import LocalProvider
 from drydock.sandbox.records import SandboxStore
 from drydock.threads import ids
 from drydock.threads.metadata import ThreadMetadataStore
-from drydock.tools import web_search
 from tests.e2e.pipeline import GITHUB_SECRET, ORG, Stage, pipeline, sandbox_processes
 from tests.e2e.test_github_issue import mention
 from tests.fakes import signing
@@ -178,22 +177,11 @@ def step_overheads(calls: list[tuple[float, float]]) -> list[float]:
     return [(later[0] - earlier[1]) * 1000 for earlier, later in itertools.pairwise(calls)]
 
 
-def floor_tool() -> StructuredTool:
-    """``web_search`` as the pipeline's coder has it (no search provider): same name, schema, answer."""
-
-    async def search(query: str, count: int = 5) -> str:
-        return web_search.OFF
-
-    return StructuredTool.from_function(
-        coroutine=search, name=web_search.NAME, description="Search the web.", args_schema=web_search.WebSearchArgs
-    )
-
-
 async def framework_run(stage: Stage, clock: ModelCallClock, number: int) -> list[float]:
     """The floor of a step: the framework alone (``create_deep_agent`` with its defaults, an
     in-memory checkpointer), the same model client and double, the same tool call, ``STEPS`` steps."""
     models = Models(stage.settings.models)
-    agent = create_deep_agent(models.chat_model(models.default), [floor_tool()], checkpointer=InMemorySaver())
+    agent = create_deep_agent(models.chat_model(models.default), [search_tool()], checkpointer=InMemorySaver())
     first = len(clock.calls)
     await agent.ainvoke(
         {"messages": [{"role": "user", "content": "search a lot"}]},
@@ -352,7 +340,7 @@ async def follow_up_floor(stage: Stage, conversation: ReceivedRequest, count: in
     the model server has the request (loading the thread, the framework's middleware, building
     and sending a request that carries the whole history)."""
     models = Models(stage.settings.models)
-    agent = create_deep_agent(models.chat_model(models.default), [floor_tool()], checkpointer=InMemorySaver())
+    agent = create_deep_agent(models.chat_model(models.default), [search_tool()], checkpointer=InMemorySaver())
     config: RunnableConfig = {"configurable": {"thread_id": f"floor-follow-up-{uuid.uuid4()}"}}
     history = [message for message in conversation.messages if message.get("role") != "system"]
     await agent.aupdate_state(config, {"messages": convert_to_messages(history)})

@@ -11,7 +11,9 @@ production.
 Measured from ``/proc`` of the worker process alone: its RSS idle and at the peak of active runs
 (memory per active run: their difference over N; target at most 500 KiB), and its CPU time during
 the phase per model call (CPU per step; target flat as N grows), and its CPU while idle with its N
-places waiting for wakes (which should not grow with N). Nothing lost: every run
+places waiting for wakes (which should not grow with N). Beside them, their floor: the framework
+alone (:mod:`bench.floor_agent`) holding N conversations of the same calls at once against the
+same model double, in a process of its own measured the same way. Nothing lost: every run
 completes and every issue gets its reply. The sandboxes' own memory (proportional set size of
 every daemon process and its children) says how many this machine holds.
 
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -47,7 +50,7 @@ from drydock.bus.streams import EVENTS_STREAM
 from drydock.bus.subjects import EVENT
 from drydock.config import LeaseSettings, NatsSettings, WorkerSettings
 from drydock.threads import ids
-from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, pipeline, sandbox_processes
+from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, pipeline, sandbox_processes, settings_environment
 from tests.e2e.test_github_issue import mention
 from tests.fakes.github.activity import activity_of
 from tests.fakes.openai_server import ReceivedRequest, Responder, Script
@@ -193,6 +196,73 @@ async def traffic(stage: Stage) -> Traffic:
     return Traffic(commands, Counter({info.config.name or "": info.state.last_seq for info in streams}))
 
 
+@dataclass(frozen=True)
+class Floor:
+    """The framework alone holding ``count`` runs at once (:mod:`bench.floor_agent`)."""
+
+    count: int
+    idle_kib: int
+    peak_kib: int
+    cpu_seconds: float
+    model_calls: int
+
+    @property
+    def kib_per_run(self) -> float:
+        return (self.peak_kib - self.idle_kib) / max(self.count, 1)
+
+    @property
+    def cpu_ms_per_step(self) -> float:
+        return self.cpu_seconds * 1000 / max(self.model_calls, 1)
+
+
+async def floor(stage: Stage, count: int) -> Floor:
+    """Run the floor's process on ``stage``'s model double and measure it as the worker is measured."""
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("DRYDOCK_")}
+    environment |= settings_environment(stage.overrides)
+    log = (stage.root / f"floor-{count}.log").open("ab")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench.floor_agent",
+        str(count),
+        str(WARMUP),
+        env=environment,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=log,
+    )
+    log.close()
+    assert process.stdin is not None
+    assert process.stdout is not None
+    try:
+        async with asyncio.timeout(600):
+            ready = await process.stdout.readline()
+        if ready != b"ready\n":
+            raise RuntimeError(f"the floor's process did not start: see {stage.root}/floor-{count}.log")
+        idle = peak = status_kib(process.pid, "VmRSS")
+        cpu_before = cpu_seconds(process.pid)
+        requests_before = len(stage.model.requests)
+        process.stdin.write(b"go\n")
+        await process.stdin.drain()
+        done = asyncio.ensure_future(process.stdout.readline())
+        async with asyncio.timeout(1800):
+            while not done.done():
+                peak = max(peak, status_kib(process.pid, "VmRSS"))
+                await asyncio.wait({done}, timeout=0.5)
+        if done.result() != b"done\n":
+            raise RuntimeError(f"the floor's runs failed: see {stage.root}/floor-{count}.log")
+        used = cpu_seconds(process.pid) - cpu_before
+        return Floor(count, idle, peak, used, len(stage.model.requests) - requests_before)
+    finally:
+        process.stdin.close()
+        try:
+            async with asyncio.timeout(30):
+                await process.wait()
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+
+
 @dataclass
 class Phase:
     count: int
@@ -213,6 +283,7 @@ class Phase:
     traffic: Traffic
     run_seconds: float
     """The runs' durations summed, from each one's start to its end (events)."""
+    floor: Floor
 
     @property
     def kib_per_run(self) -> float:
@@ -320,6 +391,8 @@ async def phase(root: Path, count: int) -> Phase:
         seconds = time.perf_counter() - started
         used = cpu_seconds(worker.pid) - cpu_before
         served = await traffic(stage) - traffic_before
+        model_calls = len(stage.model.requests) - requests_before
+        framework = await floor(stage, count)
         activity = activity_of(stage.github.state)
         replied = sum(
             any(REPLY in comment.body and comment.login != MEMBER for comment in activity.comments_on(REPOSITORY, n))
@@ -337,12 +410,13 @@ async def phase(root: Path, count: int) -> Phase:
             running_at_peak=running_at_peak,
             most_running=most_running,
             cpu_seconds=used,
-            model_calls=len(stage.model.requests) - requests_before,
+            model_calls=model_calls,
             sandboxes=sandboxes_peak,
             sandbox_pss_kib=sandbox_pss,
             available_before_kib=available_before,
             traffic=served,
             run_seconds=run_seconds,
+            floor=framework,
         )
 
 
@@ -365,6 +439,16 @@ def report(result: Phase) -> None:
     print(
         f"  worker CPU {result.cpu_seconds:.1f} s for {result.model_calls} model calls: "
         f"{result.cpu_ms_per_step:.2f} ms per step, {result.cpu_seconds * 1000 / result.count:.0f} ms per run",
+        flush=True,
+    )
+    framework = result.floor
+    print(
+        f"  floor, the framework alone holding {framework.count} runs at once (bench/floor_agent.py): RSS "
+        f"{framework.idle_kib / 1024:.0f} MiB idle, {framework.peak_kib / 1024:.0f} MiB at the peak: "
+        f"{framework.kib_per_run:.0f} KiB per active run, {framework.cpu_ms_per_step:.2f} ms of CPU per step "
+        f"({framework.model_calls} model calls); the worker against it: "
+        f"{result.kib_per_run / max(framework.kib_per_run, 1):.2f}x memory per active run, "
+        f"{result.cpu_ms_per_step / max(framework.cpu_ms_per_step, 1e-9):.2f}x CPU per step",
         flush=True,
     )
     print(
