@@ -241,18 +241,19 @@ async def floor(stage: Stage, count: int) -> Floor:
             raise RuntimeError(f"the floor's process did not start: see {stage.root}/floor-{count}.log")
         idle = peak = status_kib(process.pid, "VmRSS")
         cpu_before = cpu_seconds(process.pid)
-        requests_before = len(stage.model.requests)
+        requests_before = stage.model.received
         process.stdin.write(b"go\n")
         await process.stdin.drain()
         done = asyncio.ensure_future(process.stdout.readline())
         async with asyncio.timeout(1800):
             while not done.done():
                 peak = max(peak, status_kib(process.pid, "VmRSS"))
+                stage.model.forget_requests()
                 await asyncio.wait({done}, timeout=0.5)
         if done.result() != b"done\n":
             raise RuntimeError(f"the floor's runs failed: see {stage.root}/floor-{count}.log")
         used = cpu_seconds(process.pid) - cpu_before
-        return Floor(count, idle, peak, used, len(stage.model.requests) - requests_before)
+        return Floor(count, idle, peak, used, stage.model.received - requests_before)
     finally:
         process.stdin.close()
         try:
@@ -343,7 +344,7 @@ async def phase(root: Path, count: int) -> Phase:
         idle_cpu_ms_per_s = (cpu_seconds(worker.pid) - idle_cpu) * 1000 / IDLE_SECONDS
         traffic_before = await traffic(stage)
         cpu_before = cpu_seconds(worker.pid)
-        requests_before = len(stage.model.requests)
+        requests_before = stage.model.received
         peak = idle
         running_at_peak = 0
         sandboxes_peak = 0
@@ -363,6 +364,7 @@ async def phase(root: Path, count: int) -> Phase:
             nonlocal peak, running_at_peak, sandboxes_peak, sandbox_pss
             ticks = 0
             while True:
+                stage.model.forget_requests()
                 rss = status_kib(worker.pid, "VmRSS")
                 if rss > peak:
                     peak, running_at_peak = rss, len(running)
@@ -391,7 +393,7 @@ async def phase(root: Path, count: int) -> Phase:
         seconds = time.perf_counter() - started
         used = cpu_seconds(worker.pid) - cpu_before
         served = await traffic(stage) - traffic_before
-        model_calls = len(stage.model.requests) - requests_before
+        model_calls = stage.model.received - requests_before
         framework = await floor(stage, count)
         activity = activity_of(stage.github.state)
         replied = sum(

@@ -212,6 +212,7 @@ class _State:
     api_key: str | None
     responder: Responder | None = None
     requests: list[ReceivedRequest] = field(default_factory=list)
+    received: int = 0
     unscripted: list[ReceivedRequest] = field(default_factory=list)
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     arrived: asyncio.Condition = field(default_factory=asyncio.Condition)
@@ -324,6 +325,7 @@ def _create_app(state: _State) -> FastAPI:
         body = json.loads(await request.body())
         received = ReceivedRequest(request.url.path, {k.lower(): v for k, v in request.headers.items()}, body)
         state.requests.append(received)
+        state.received += 1
         async with state.arrived:
             state.arrived.notify_all()
         if state.api_key is not None and request.headers.get("authorization") != f"Bearer {state.api_key}":
@@ -377,6 +379,16 @@ class ScriptedModelServer:
         return self._state.requests
 
     @property
+    def received(self) -> int:
+        """How many requests arrived, forgotten ones included."""
+        return self._state.received
+
+    def forget_requests(self) -> None:
+        """Drop the requests kept so far: a long benchmark counts them by :attr:`received` and
+        need not hold every conversation it served."""
+        self._state.requests.clear()
+
+    @property
     def unscripted(self) -> list[ReceivedRequest]:
         """Requests that arrived after their script ran out."""
         return self._state.unscripted
@@ -385,7 +397,7 @@ class ScriptedModelServer:
         """Return once ``count`` requests have arrived (the last may still be in progress);
         bound the wait with ``asyncio.timeout``."""
         async with self._state.arrived:
-            await self._state.arrived.wait_for(lambda: len(self._state.requests) >= count)
+            await self._state.arrived.wait_for(lambda: self._state.received >= count)
 
     def requests_for(self, model: str) -> list[ReceivedRequest]:
         return [request for request in self._state.requests if request.model == model]
