@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from deepagents import create_deep_agent
 from fastapi import FastAPI
 from langchain_core.messages import convert_to_messages
 from langchain_core.outputs import ChatResult
@@ -43,7 +42,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from nats.aio.msg import Msg
 
-from bench.floor_agent import search_tool
+from bench.floor_agent import floor_agent, search_tool
 from bench.floor_ingress import FloorIngress
 from bench.harness import Figures, measure, report
 from drydock.bus import EventType, RunEvent
@@ -181,7 +180,7 @@ async def framework_run(stage: Stage, clock: ModelCallClock, number: int) -> lis
     """The floor of a step: the framework alone (``create_deep_agent`` with its defaults, an
     in-memory checkpointer), the same model client and double, the same tool call, ``STEPS`` steps."""
     models = Models(stage.settings.models)
-    agent = create_deep_agent(models.chat_model(models.default), [search_tool()], checkpointer=InMemorySaver())
+    agent = floor_agent(models, [search_tool()], InMemorySaver())
     first = len(clock.calls)
     await agent.ainvoke(
         {"messages": [{"role": "user", "content": "search a lot"}]},
@@ -340,7 +339,7 @@ async def follow_up_floor(stage: Stage, conversation: ReceivedRequest, count: in
     the model server has the request (loading the thread, the framework's middleware, building
     and sending a request that carries the whole history)."""
     models = Models(stage.settings.models)
-    agent = create_deep_agent(models.chat_model(models.default), [search_tool()], checkpointer=InMemorySaver())
+    agent = floor_agent(models, [search_tool()], InMemorySaver())
     config: RunnableConfig = {"configurable": {"thread_id": f"floor-follow-up-{uuid.uuid4()}"}}
     history = [message for message in conversation.messages if message.get("role") != "system"]
     await agent.aupdate_state(config, {"messages": convert_to_messages(history)})

@@ -50,7 +50,7 @@ from drydock.bus.streams import EVENTS_STREAM
 from drydock.bus.subjects import EVENT
 from drydock.config import LeaseSettings, NatsSettings, WorkerSettings
 from drydock.threads import ids
-from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, pipeline, sandbox_processes, settings_environment
+from tests.e2e.pipeline import MEMBER, ORG, REPOSITORY, Stage, pipeline, sandbox_processes
 from tests.e2e.test_github_issue import mention
 from tests.fakes.github.activity import activity_of
 from tests.fakes.openai_server import ReceivedRequest, Responder, Script
@@ -217,8 +217,6 @@ class Floor:
 
 async def floor(stage: Stage, count: int) -> Floor:
     """Run the floor's process on ``stage``'s model double and measure it as the worker is measured."""
-    environment = {key: value for key, value in os.environ.items() if not key.startswith("DRYDOCK_")}
-    environment |= settings_environment(stage.overrides)
     log = (stage.root / f"floor-{count}.log").open("ab")
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -226,7 +224,7 @@ async def floor(stage: Stage, count: int) -> Floor:
         "bench.floor_agent",
         str(count),
         str(WARMUP),
-        env=environment,
+        env=stage.environment(),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=log,

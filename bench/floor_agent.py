@@ -20,6 +20,7 @@ from typing import Any
 from deepagents import create_deep_agent
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
 
 from drydock.cli import event_loop_factory
 from drydock.config import Settings
@@ -55,8 +56,11 @@ def comment_tool() -> StructuredTool:
     )
 
 
-def floor_agent(models: Models, tools: list[BaseTool]) -> CompiledStateGraph[Any]:
-    return create_deep_agent(models.chat_model(models.default), tools)
+def floor_agent(
+    models: Models, tools: list[BaseTool], checkpointer: Checkpointer | None = None
+) -> CompiledStateGraph[Any]:
+    """The framework alone on the installation's default model."""
+    return create_deep_agent(models.chat_model(models.default), tools, checkpointer=checkpointer)
 
 
 async def run(agent: CompiledStateGraph[Any]) -> None:

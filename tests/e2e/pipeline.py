@@ -187,16 +187,20 @@ class Stage:
         """The environment that gives a separate process the NATS user ``user`` (a service's name)."""
         return self.worker_nats | {"DRYDOCK_NATS_USER": user, "DRYDOCK_NATS_PASSWORD": self.nats_passwords[user]}
 
+    def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """A separate process's environment on this pipeline's settings: this process's own
+        variables without its ``DRYDOCK_*`` ones, the pipeline's settings, then ``extra``."""
+        own = {key: value for key, value in os.environ.items() if not key.startswith("DRYDOCK_")}
+        return own | settings_environment(self.overrides) | dict(extra or {})
+
     async def start_service_process(
         self, service: str, *, name: str, environment: Mapping[str, str]
     ) -> asyncio.subprocess.Process:
         """``drydock serve SERVICE`` as a separate process on this pipeline's settings, plus
         ``environment`` (its NATS user, its port), logging to ``root/NAME.log``."""
-        own = {key: value for key, value in os.environ.items() if not key.startswith("DRYDOCK_")}
-        own |= settings_environment(self.overrides) | dict(environment)
         log = (self.root / f"{name}.log").open("ab")
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "drydock", "serve", service, env=own, stdout=log, stderr=log
+            sys.executable, "-m", "drydock", "serve", service, env=self.environment(environment), stdout=log, stderr=log
         )
         log.close()
         self.processes.append(process)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import itertools
 import json
 import time
 from collections import deque
@@ -214,7 +213,6 @@ class _State:
     requests: list[ReceivedRequest] = field(default_factory=list)
     received: int = 0
     unscripted: list[ReceivedRequest] = field(default_factory=list)
-    ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     arrived: asyncio.Condition = field(default_factory=asyncio.Condition)
 
 
@@ -320,12 +318,12 @@ def _create_app(state: _State) -> FastAPI:
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
-        number = next(state.ids)
-        request_id = f"req_scripted_{number}"
         body = json.loads(await request.body())
         received = ReceivedRequest(request.url.path, {k.lower(): v for k, v in request.headers.items()}, body)
         state.requests.append(received)
         state.received += 1
+        number = state.received
+        request_id = f"req_scripted_{number}"
         async with state.arrived:
             state.arrived.notify_all()
         if state.api_key is not None and request.headers.get("authorization") != f"Bearer {state.api_key}":
