@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import ctypes
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -40,11 +41,26 @@ class EmbeddedServerError(RuntimeError):
     """An embedded server could not be found or did not become ready."""
 
 
+PORTS = range(20_000, 32_768)
+"""Where :func:`free_port` looks: below Linux's ephemeral range (32768-60999) and macOS's
+(49152-65535), from which the kernel gives outgoing connections their ports."""
+
+
 def free_port() -> int:
+    """A loopback port free now, for a server about to listen on it. Not one the kernel picks for
+    port 0: that comes from the ephemeral range, where any outgoing connection made before the
+    server binds can take it (under a busy test run, an embedded server then failed to start)."""
+    for port in random.sample(PORTS, 64):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+        chosen: int = sock.getsockname()[1]
+        return chosen
 
 
 def _die_with_parent() -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -11,7 +12,7 @@ from pathlib import Path
 from drydock.bus import Bus, EventType, RunEvent, connect_nats, provision, topology
 from drydock.bus.streams import EVENTS_STREAM
 from drydock.config import NatsSettings, RedisSettings
-from drydock.embedded import embedded_infrastructure
+from drydock.embedded import PORTS, embedded_infrastructure, free_port
 from drydock.infra.redis import connect_redis
 
 
@@ -63,7 +64,7 @@ class TestEmbeddedServers:
         script = textwrap.dedent(
             """
             import asyncio, sys
-            from drydock.embedded import embedded_infrastructure
+            from drydock.embedded import PORTS, embedded_infrastructure, free_port
 
             async def main():
                 async with embedded_infrastructure() as urls:
@@ -90,6 +91,17 @@ class TestEmbeddedServers:
             if parent.returncode is None:
                 parent.kill()
                 await parent.wait()
+
+
+class TestFreePort:
+    def test_a_free_port_is_outside_the_range_outgoing_connections_take_theirs_from(self) -> None:
+        low, high = (int(part) for part in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+        for _ in range(20):
+            port = free_port()
+            assert port in PORTS
+            assert not low <= port <= high
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                sock.bind(("127.0.0.1", port))
 
 
 class TestDataDirectory:
