@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import json
 import os
 import random
 import secrets
@@ -89,9 +90,21 @@ def valkey_server_binary() -> Path:
     return Path(get_binary_path())
 
 
+class PortTaken(EmbeddedServerError):
+    """Another process listened on the server's port before the server could."""
+
+
+MOVES = 3
+"""How many new ports a server whose first port was taken tries (see :meth:`EmbeddedServer.start`)."""
+
+PROBE_TIMEOUT = 1.0
+"""Seconds one readiness probe waits for the listener's greeting or reply."""
+
+
 @dataclass
 class EmbeddedServer:
-    """One child server process on a loopback port."""
+    """One child server process on a loopback port: ``argv`` followed by ``port_option`` and
+    the port."""
 
     name: str
     argv: Sequence[str]
@@ -103,6 +116,14 @@ class EmbeddedServer:
     password: str | None = field(default=None, repr=False)
     passwords: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Every user's password (NATS: one user per service)."""
+    port_option: str = "-p"
+    server_name: str | None = None
+    """The name a NATS server announces in its greeting (given in ``argv``): how the readiness
+    probe knows the listener is this server."""
+    movable: bool = False
+    """Whether :meth:`start` may move to another port when this one was taken: only before the
+    first start, and only for a port chosen by :func:`free_port` (clients of a restarted server
+    keep its URL)."""
     process: asyncio.subprocess.Process | None = None
 
     @property
@@ -118,10 +139,30 @@ class EmbeddedServer:
         return _with_credentials(self.address, self.user, self.password)
 
     async def start(self, ready_within: float = 10.0) -> None:
+        """Start the server and wait until it answers as itself on its port.
+
+        Raises :class:`PortTaken` when another process holds the port (after :data:`MOVES` new
+        ports for a :attr:`movable` server), :class:`EmbeddedServerError` when it does not start.
+        """
+        for move in range(MOVES + 1):
+            try:
+                await self._start_once(ready_within)
+            except PortTaken:
+                if not self.movable or move == MOVES:
+                    raise
+                log.info("embedded server's port taken; moving", server=self.name, port=self.port)
+                self.port = free_port()
+            else:
+                self.movable = False
+                return
+
+    async def _start_once(self, ready_within: float) -> None:
         log_path = self.workdir / f"{self.name}.log"
         with log_path.open("wb") as log_file:
             self.process = await asyncio.create_subprocess_exec(
                 *self.argv,
+                self.port_option,
+                str(self.port),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=asyncio.subprocess.STDOUT,
@@ -131,26 +172,59 @@ class EmbeddedServer:
                 start_new_session=True,
             )
         try:
-            await asyncio.wait_for(self._until_accepting(), ready_within)
+            await asyncio.wait_for(self._until_ready(), ready_within)
+        except PortTaken:
+            await self.stop()
+            raise
         except (TimeoutError, EmbeddedServerError) as error:
             await self.stop()
             output = log_path.read_text(errors="replace")[-2000:]
             raise EmbeddedServerError(f"{self.name} did not start on port {self.port}: {error}\n{output}") from None
 
-    async def _until_accepting(self) -> None:
+    async def _until_ready(self) -> None:
         assert self.process is not None
         while True:
             if self.process.returncode is not None:
+                # Something still listening on the port once the server is gone: it failed to bind.
+                if await self._probe() is not None:
+                    raise PortTaken(f"{self.name}: port {self.port} was taken by another process")
                 raise EmbeddedServerError(f"exited with code {self.process.returncode}")
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", self.port)
-            except OSError:
-                await asyncio.sleep(0.02)
-                continue
+            if await self._probe():
+                return
+            await asyncio.sleep(0.02)
+
+    async def _probe(self) -> bool | None:
+        """``True`` when this server answers on the port, ``False`` when another listener
+        does, ``None`` when nothing listens."""
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+        except OSError:
+            return None
+        try:
+            async with asyncio.timeout(PROBE_TIMEOUT):
+                return await self._answers_as_itself(reader, writer)
+        except (OSError, TimeoutError, ValueError):
+            return False
+        finally:
             writer.close()
             with contextlib.suppress(OSError):
                 await writer.wait_closed()
-            return
+
+    async def _answers_as_itself(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        if self.scheme == "nats":
+            # A NATS server greets first: INFO {...} with its name.
+            greeting = await reader.readline()
+            if not greeting.startswith(b"INFO "):
+                return False
+            return self.server_name is None or json.loads(greeting[5:]).get("server_name") == self.server_name
+        if self.user is None or self.password is None:
+            writer.write(b"PING\r\n")
+        else:
+            # Another Valkey does not know this one's password (each start makes a new one).
+            writer.write(_resp_command("AUTH", self.user, self.password))
+        await writer.drain()
+        reply = await reader.readline()
+        return reply.startswith((b"+OK", b"+PONG"))
 
     async def stop(self, grace: float = 5.0) -> None:
         process, self.process = self.process, None
@@ -162,6 +236,11 @@ class EmbeddedServer:
         except TimeoutError:
             process.kill()
             await process.wait()
+
+
+def _resp_command(*parts: str) -> bytes:
+    encoded = [part.encode() for part in parts]
+    return b"".join([b"*%d\r\n" % len(encoded), *(b"$%d\r\n%s\r\n" % (len(part), part) for part in encoded)])
 
 
 REDIS_USER = "drydock"
@@ -184,7 +263,7 @@ def nats_server(workdir: Path, port: int | None = None) -> EmbeddedServer:
     :func:`drydock.bus.permissions.service_permissions`, each with a new password; its
     :attr:`~EmbeddedServer.url` connects as the provisioner."""
     passwords = {user: _password() for user in service_permissions()}
-    port = port or free_port()
+    name = f"drydock-embedded-{secrets.token_hex(6)}"
     store = workdir / "jetstream"
     store.mkdir(parents=True, exist_ok=True)
     config = workdir / "nats.conf"
@@ -192,30 +271,49 @@ def nats_server(workdir: Path, port: int | None = None) -> EmbeddedServer:
     argv = [
         str(nats_server_binary()),
         "-c", str(config),
-        "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", str(store),
+        "-js", "-a", "127.0.0.1", "-sd", str(store), "--server_name", name,
     ]  # fmt: skip
-    return EmbeddedServer("nats", argv, port, "nats", workdir, PROVISIONER, passwords[PROVISIONER], passwords=passwords)
+    return EmbeddedServer(
+        "nats",
+        argv,
+        port or free_port(),
+        "nats",
+        workdir,
+        PROVISIONER,
+        passwords[PROVISIONER],
+        passwords=passwords,
+        server_name=name,
+        movable=port is None,
+    )
 
 
 def valkey_server(workdir: Path, port: int | None = None, *, persist: bool = False) -> EmbeddedServer:
     """Valkey admitting only :data:`REDIS_USER`, with a new password; with ``persist`` it appends
     every write to a file in ``workdir`` (fsync each second), so a restart keeps the data."""
     password = _password()
-    port = port or free_port()
     acl = workdir / "users.acl"
     _write_private(acl, f"user default off\nuser {REDIS_USER} on >{password} ~* &* +@all\n")
     persistence = ["--appendonly", "yes", "--appendfsync", "everysec"] if persist else ["--appendonly", "no"]
     argv = [
         str(valkey_server_binary()),
         "--bind", "127.0.0.1",
-        "--port", str(port),
         "--dir", str(workdir),
         "--aclfile", str(acl),
         "--save", "",
         *persistence,
         "--protected-mode", "yes",
     ]  # fmt: skip
-    return EmbeddedServer("valkey", argv, port, "redis", workdir, REDIS_USER, password)
+    return EmbeddedServer(
+        "valkey",
+        argv,
+        port or free_port(),
+        "redis",
+        workdir,
+        REDIS_USER,
+        password,
+        port_option="--port",
+        movable=port is None,
+    )
 
 
 @dataclass(frozen=True)
@@ -284,6 +382,7 @@ __all__ = [
     "EmbeddedServer",
     "EmbeddedServerError",
     "EmbeddedUrls",
+    "PortTaken",
     "embedded_infrastructure",
     "free_port",
     "nats_server",

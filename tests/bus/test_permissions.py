@@ -263,8 +263,6 @@ class TestAuthorizationBlock:
             "-js",
             "-a",
             "127.0.0.1",
-            "-p",
-            str(port),
             "-sd",
             str(tmp_path),
         ]

@@ -7,12 +7,23 @@ import socket
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from drydock.bus import Bus, EventType, RunEvent, connect_nats, provision, topology
 from drydock.bus.streams import EVENTS_STREAM
 from drydock.config import NatsSettings, RedisSettings
-from drydock.embedded import PORTS, embedded_infrastructure, free_port
+from drydock.embedded import (
+    PORTS,
+    EmbeddedServer,
+    PortTaken,
+    embedded_infrastructure,
+    free_port,
+    nats_server,
+    valkey_server,
+)
 from drydock.infra.redis import connect_redis
 
 
@@ -102,6 +113,79 @@ class TestFreePort:
             assert not low <= port <= high
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
                 sock.bind(("127.0.0.1", port))
+
+
+async def listener_that_never_answers() -> asyncio.Server:
+    return await asyncio.start_server(lambda reader, writer: None, "127.0.0.1", free_port())
+
+
+def port_of(server: asyncio.Server) -> int:
+    port: int = server.sockets[0].getsockname()[1]
+    return port
+
+
+async def answers_as_itself(server: EmbeddedServer) -> bool:
+    """A client with the server's URL (its credentials) gets an answer."""
+    if server.scheme == "nats":
+        nc = await connect_nats(NatsSettings(url=server.url), name="embedded-test")
+        try:
+            return bool(nc.is_connected)
+        finally:
+            await nc.close()
+    redis = await connect_redis(RedisSettings(url=server.url))
+    try:
+        return bool(await redis.ping())
+    finally:
+        await redis.aclose()
+
+
+class TestPortTaken:
+    """Between :func:`free_port` and the server's bind another process can take the port; the
+    readiness probe must not take that process for the server."""
+
+    @pytest.mark.parametrize("make", [nats_server, valkey_server], ids=["nats", "valkey"])
+    async def test_a_server_on_a_pinned_port_held_by_another_listener_says_so(
+        self, tmp_path: Path, make: Callable[..., EmbeddedServer]
+    ) -> None:
+        holder = await listener_that_never_answers()
+        async with holder:
+            server = make(tmp_path, port=port_of(holder))
+            with pytest.raises(PortTaken, match=f"port {port_of(holder)} was taken"):
+                await server.start()
+            assert server.process is None
+
+    @pytest.mark.parametrize("make", [nats_server, valkey_server], ids=["nats", "valkey"])
+    async def test_a_server_whose_chosen_port_is_held_by_one_of_its_kind_moves_to_another(
+        self, tmp_path: Path, make: Callable[..., EmbeddedServer]
+    ) -> None:
+        (tmp_path / "first").mkdir()
+        (tmp_path / "second").mkdir()
+        first = make(tmp_path / "first")
+        await first.start()
+        try:
+            second = make(tmp_path / "second")
+            # As if the first had bound the port free_port chose for the second.
+            second.port = first.port
+            await second.start()
+            try:
+                assert second.port != first.port
+                assert await answers_as_itself(second)
+                assert await answers_as_itself(first)
+            finally:
+                await second.stop()
+        finally:
+            await first.stop()
+
+    async def test_a_restart_stays_on_its_port(self, tmp_path: Path) -> None:
+        server = valkey_server(tmp_path)
+        await server.start()
+        port = server.port
+        await server.stop()
+        holder = await asyncio.start_server(lambda reader, writer: None, "127.0.0.1", port)
+        async with holder:
+            with pytest.raises(PortTaken):
+                await server.start()
+        assert server.port == port
 
 
 class TestDataDirectory:
