@@ -197,9 +197,13 @@ class EmbeddedServer:
         """``True`` when this server answers on the port, ``False`` when another listener
         does, ``None`` when nothing listens."""
         try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+            async with asyncio.timeout(PROBE_TIMEOUT):
+                reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
         except OSError:
             return None
+        except TimeoutError:
+            # A listener whose backlog is full: the kernel neither completes nor refuses.
+            return False
         try:
             async with asyncio.timeout(PROBE_TIMEOUT):
                 return await self._answers_as_itself(reader, writer)

@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -115,13 +116,17 @@ class TestFreePort:
                 sock.bind(("127.0.0.1", port))
 
 
-async def listener_that_never_answers() -> asyncio.Server:
-    return await asyncio.start_server(lambda reader, writer: None, "127.0.0.1", free_port())
-
-
-def port_of(server: asyncio.Server) -> int:
-    port: int = server.sockets[0].getsockname()[1]
-    return port
+@contextlib.contextmanager
+def silent_listener(port: int | None = None) -> Iterator[int]:
+    """A port held by a listener that accepts connections (the kernel completes them) and never
+    answers; yields the port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # As servers do: a port just left by a server still has its closed connections.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port or free_port()))
+        sock.listen()
+        held: int = sock.getsockname()[1]
+        yield held
 
 
 async def answers_as_itself(server: EmbeddedServer) -> bool:
@@ -147,10 +152,9 @@ class TestPortTaken:
     async def test_a_server_on_a_pinned_port_held_by_another_listener_says_so(
         self, tmp_path: Path, make: Callable[..., EmbeddedServer]
     ) -> None:
-        holder = await listener_that_never_answers()
-        async with holder:
-            server = make(tmp_path, port=port_of(holder))
-            with pytest.raises(PortTaken, match=f"port {port_of(holder)} was taken"):
+        with silent_listener() as port:
+            server = make(tmp_path, port=port)
+            with pytest.raises(PortTaken, match=f"port {port} was taken"):
                 await server.start()
             assert server.process is None
 
@@ -181,10 +185,8 @@ class TestPortTaken:
         await server.start()
         port = server.port
         await server.stop()
-        holder = await asyncio.start_server(lambda reader, writer: None, "127.0.0.1", port)
-        async with holder:
-            with pytest.raises(PortTaken):
-                await server.start()
+        with silent_listener(port), pytest.raises(PortTaken):
+            await server.start()
         assert server.port == port
 
 
