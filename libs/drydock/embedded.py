@@ -32,6 +32,7 @@ from urllib.parse import quote
 import structlog
 
 from drydock.bus.permissions import PROVISIONER, nats_authorization, service_permissions
+from drydock.infra.redis import pack_command
 
 log = structlog.get_logger(__name__)
 
@@ -225,7 +226,7 @@ class EmbeddedServer:
             writer.write(b"PING\r\n")
         else:
             # Another Valkey does not know this one's password (each start makes a new one).
-            writer.write(_resp_command("AUTH", self.user, self.password))
+            writer.write(pack_command("AUTH", self.user, self.password))
         await writer.drain()
         reply = await reader.readline()
         return reply.startswith((b"+OK", b"+PONG"))
@@ -240,11 +241,6 @@ class EmbeddedServer:
         except TimeoutError:
             process.kill()
             await process.wait()
-
-
-def _resp_command(*parts: str) -> bytes:
-    encoded = [part.encode() for part in parts]
-    return b"".join([b"*%d\r\n" % len(encoded), *(b"$%d\r\n%s\r\n" % (len(part), part) for part in encoded)])
 
 
 REDIS_USER = "drydock"

@@ -141,7 +141,8 @@ class Queue(Protocol):
     def eval(self, script: str, numkeys: int, *keys_and_args: str | int) -> object: ...
 
 
-def _pack(*command: str | int) -> bytes:
+def pack_command(*command: str | int) -> bytes:
+    """``command`` in the Redis protocol, as it goes on the wire."""
     # hiredis's stub types the argument as a tuple of one element; it takes any length.
     packed: bytes = hiredis.pack_command(command)  # type: ignore[arg-type]
     return packed
@@ -192,13 +193,13 @@ class Batch:
         self._packed: list[bytes] = []
 
     def get(self, name: str) -> None:
-        self._packed.append(_pack("GET", name))
+        self._packed.append(pack_command("GET", name))
 
     def hget(self, name: str, key: str) -> None:
-        self._packed.append(_pack("HGET", name, key))
+        self._packed.append(pack_command("HGET", name, key))
 
     def hmget(self, name: str, keys: list[str]) -> None:
-        self._packed.append(_pack("HMGET", name, *keys))
+        self._packed.append(pack_command("HMGET", name, *keys))
 
     def set(self, name: str, value: str, *, px: int | None = None, nx: bool = False, get: bool = False) -> None:
         command: list[str | int] = ["SET", name, value]
@@ -208,12 +209,12 @@ class Batch:
             command.append("NX")
         if get:
             command.append("GET")
-        self._packed.append(_pack(*command))
+        self._packed.append(pack_command(*command))
 
     def eval(self, script: str, numkeys: int, *keys_and_args: str | int) -> None:
         """The script's source goes with every call: the server keeps it compiled by its
         digest, and a batch has no NOSCRIPT round trip to repeat."""
-        self._packed.append(_pack("EVAL", script, numkeys, *keys_and_args))
+        self._packed.append(pack_command("EVAL", script, numkeys, *keys_and_args))
 
     async def execute(self) -> list[Any]:
         """Every reply, in order. An error reply is raised once all replies are read, so the
