@@ -72,11 +72,11 @@ class TestEmbeddedServers:
             assert len(pids) == 2
         assert await wait_gone(pids, within=5) == []
 
-    async def test_a_parent_killed_with_sigkill_leaves_no_process(self) -> None:
+    async def test_a_parent_killed_with_sigkill_leaves_no_process(self, tmp_path: Path) -> None:
         script = textwrap.dedent(
             """
             import asyncio, sys
-            from drydock.embedded import PORTS, embedded_infrastructure, free_port
+            from drydock.embedded import embedded_infrastructure
 
             async def main():
                 async with embedded_infrastructure() as urls:
@@ -86,7 +86,10 @@ class TestEmbeddedServers:
             asyncio.run(main())
             """
         )
-        parent = await asyncio.create_subprocess_exec(sys.executable, "-c", script, stdout=subprocess.PIPE)
+        # The killed parent cannot remove its temporary directory: it goes under the test's own.
+        parent = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", script, stdout=subprocess.PIPE, env={**os.environ, "TMPDIR": str(tmp_path)}
+        )
         try:
             assert parent.stdout is not None
             line = ""
