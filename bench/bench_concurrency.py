@@ -45,6 +45,7 @@ from pathlib import Path
 
 from nats.aio.msg import Msg
 
+from bench.harness import cpu_seconds
 from drydock.bus import EventType, RunEvent
 from drydock.bus.streams import EVENTS_STREAM
 from drydock.bus.subjects import EVENT
@@ -100,15 +101,6 @@ def status_kib(pid: int, field: str) -> int:
         if line.startswith(f"{field}:"):
             return int(line.split()[1])
     return 0
-
-
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of ``pid`` so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS
-
-
-_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def with_descendants(pids: list[int]) -> list[int]:

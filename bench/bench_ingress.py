@@ -37,12 +37,11 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from bench.harness import Figures, report
+from bench.harness import Figures, cpu_seconds, report
 from drydock.accounts import AccountsStore, RepositorySettings, TeamDefaults
 from drydock.cli import event_loop_factory
 from drydock.config import load_settings
@@ -232,15 +231,6 @@ def _figures(name: str, result: dict[str, Any]) -> Figures:
     return Figures(name, total, result["seconds"], result["latencies"])
 
 
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU time so far of process ``pid`` and of its running children (the
-    worker processes of ``DRYDOCK_HTTP_WORKERS``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return own + sum(cpu_seconds(int(child)) for child in children)
-
-
 def _calibration() -> float:
     """Microseconds for ``sum(range(1000))``: a yardstick of this machine's Python speed (about
     8 µs on a current desktop core), printed next to the figures."""
@@ -272,10 +262,10 @@ class Round:
 
 async def _closed_round(url: str, pid: int, name: str, run: int) -> Round:
     """One closed-loop round against the server at ``url`` (process ``pid``): the generator's run ``run``."""
-    cpu_before = cpu_seconds(pid)
+    cpu_before = cpu_seconds(pid, children=True)
     closed = _figures(name, await _run_generator(url, "closed", CLOSED_REQUESTS, CONNECTIONS, run))
     # The generator's warm-up deliveries count too: they are processed the same way.
-    cpu_per_delivery = (cpu_seconds(pid) - cpu_before) / (closed.count + WARMUP) * 1e6
+    cpu_per_delivery = (cpu_seconds(pid, children=True) - cpu_before) / (closed.count + WARMUP) * 1e6
     report(closed)
     print(
         f"  CPU per delivery: {cpu_per_delivery:.0f} µs (one core's worth: {1e6 / cpu_per_delivery:.0f} req/s)",

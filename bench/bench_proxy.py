@@ -6,12 +6,20 @@ GitHub), and the proxy as its own process (``drydock serve credential-proxy``), 
 Both clones use the same installation token upstream; the proxied one gets it injected by the
 proxy (grant lookup, token decryption, streaming both ways). Runs alternate so that load
 changes hit both alike. Target: proxied p50 within 10% of direct p50.
+
+Then a replica's throughput: API requests from :data:`CALLERS` callers at once and
+:data:`CLONES_AT_ONCE` clones at once through the proxy, with the proxy process's CPU time per
+request and per clone read from ``/proc``. The bench's own process (the fake GitHub, the git
+upstream, the callers) shares the machine's cores with it, so the requests per second are what
+this machine gives; the CPU per request is the proxy's alone, and what a replica's CPU limit
+divides.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -19,14 +27,15 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 from cryptography.fernet import Fernet
 
-from bench.harness import Figures, measure, report
+from bench.harness import Figures, cpu_seconds, measure, report
 from drydock.config import Settings, load_settings
 from drydock.credentials import ProxyCredentials, digest
 from drydock.embedded import embedded_infrastructure, free_port
@@ -39,6 +48,10 @@ from tests.fakes.github import FakeGithub
 REPOSITORY = "bench/big"
 RUNS = 15
 TARGET_OVERHEAD = 0.10
+CALLERS = 32
+REQUESTS = 3_000
+CLONES_AT_ONCE = 4
+CLONES = 20
 
 
 def _content() -> dict[str, bytes]:
@@ -58,8 +71,9 @@ async def _timed_clone(url: str, target: Path, env: dict[str, str]) -> float:
 
 
 @contextlib.asynccontextmanager
-async def _proxy_process(settings: Settings) -> AsyncIterator[tuple[str, str]]:
-    """``drydock serve credential-proxy`` on free ports with ``settings``; yields its two URLs."""
+async def _proxy_process(settings: Settings) -> AsyncIterator[tuple[str, str, int]]:
+    """``drydock serve credential-proxy`` on free ports with ``settings``; yields its two URLs
+    and its process id."""
     assert settings.github.private_key is not None
     port, egress_port = free_port(), free_port()
     env = {
@@ -90,10 +104,43 @@ async def _proxy_process(settings: Settings) -> AsyncIterator[tuple[str, str]]:
                 await asyncio.sleep(0.05)
             else:
                 raise RuntimeError("credential-proxy did not become ready within 60 s")
-        yield url, f"http://127.0.0.1:{egress_port}"
+        yield url, f"http://127.0.0.1:{egress_port}", child.pid
     finally:
         child.terminate()
         await child.wait()
+
+
+@dataclass(frozen=True)
+class Load:
+    """``count`` operations from ``at_once`` callers in ``seconds``, the proxy using ``cpu_seconds``."""
+
+    count: int
+    at_once: int
+    seconds: float
+    cpu_seconds: float
+
+    @property
+    def per_second(self) -> float:
+        return self.count / self.seconds
+
+    @property
+    def cpu_ms(self) -> float:
+        """The proxy's CPU time per operation."""
+        return self.cpu_seconds * 1000 / self.count
+
+
+async def _load(pid: int, operation: Callable[[], Awaitable[object]], *, count: int, at_once: int) -> Load:
+    """``operation`` ``count`` times, ``at_once`` at a time, with the CPU time process ``pid`` spent."""
+    left = iter(range(count))
+
+    async def caller() -> None:
+        for _ in left:
+            await operation()
+
+    cpu_before = cpu_seconds(pid, children=True)
+    started = time.perf_counter()
+    await asyncio.gather(*(caller() for _ in range(at_once)))
+    return Load(count, at_once, time.perf_counter() - started, cpu_seconds(pid, children=True) - cpu_before)
 
 
 async def _ok(request: Awaitable[httpx.Response]) -> None:
@@ -118,7 +165,8 @@ async def main() -> None:
                     proxy={"port": 0, "egress_port": 0, "git_upstream": upstream.base_url},
                 )
                 async with open_runtime(settings, name="bench") as runtime, _proxy_process(settings) as proxy:
-                    section = settings.proxy.model_copy(update={"url": proxy[0], "egress_url": proxy[1]})
+                    proxy_url, egress_url, proxy_pid = proxy
+                    section = settings.proxy.model_copy(update={"url": proxy_url, "egress_url": egress_url})
                     worker_settings = settings.model_copy(update={"proxy": section})
                     credentials = ProxyCredentials.create(worker_settings, runtime.redis, runtime.keys)
                     home = root / "sandbox-home"
@@ -178,6 +226,19 @@ async def main() -> None:
                                 count=300,
                             ),
                         ]
+                        api_load = await _load(
+                            proxy_pid,
+                            lambda: _ok(api_proxied.get(f"/repos/{REPOSITORY}")),
+                            count=REQUESTS,
+                            at_once=CALLERS,
+                        )
+                    targets = itertools.count()
+                    clone_load = await _load(
+                        proxy_pid,
+                        lambda: _timed_clone(proxied_url, home / f"load-{next(targets)}", sandbox_env),
+                        count=CLONES,
+                        at_once=CLONES_AT_ONCE,
+                    )
                     checked = await measure(
                         "grant refresh within grant_refresh_interval (checked only)",
                         lambda: credentials.refresh(grant),
@@ -207,3 +268,14 @@ async def main() -> None:
         )
         for figures in [*small, checked, refresh]:
             report(figures)
+        print(
+            f"through the proxy, {api_load.at_once} callers at once: {api_load.count} API GETs at "
+            f"{api_load.per_second:.0f} per second; the proxy's CPU {api_load.cpu_ms:.2f} ms per request "
+            f"(a core of its own: about {1000 / api_load.cpu_ms:.0f} requests per second, derived)"
+        )
+        print(
+            f"through the proxy, {clone_load.at_once} clones at once: {clone_load.count} clones of "
+            f"{pack / 1e6:.1f} MB, {clone_load.count * pack / 1e6 / clone_load.seconds:.1f} MB/s; the proxy's CPU "
+            f"{clone_load.cpu_ms:.0f} ms per clone, {clone_load.cpu_ms / (pack / 1e6):.1f} ms per MB "
+            f"(a core of its own: about {1000 / clone_load.cpu_ms * pack / 1e6:.0f} MB/s, derived)"
+        )

@@ -6,10 +6,12 @@ Each benchmark module has an async ``main()`` that prints its figures with :func
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -57,3 +59,17 @@ def report(figures: Figures, *, target_p50_ms: float | None = None) -> Figures:
         verdict = f"  target p50 < {target_p50_ms} ms: {'met' if figures.percentile(50) < target_p50_ms else 'MISSED'}"
     print(figures.line() + verdict, flush=True)
     return figures
+
+
+def cpu_seconds(pid: int, *, children: bool = False) -> float:
+    """User plus system CPU time of process ``pid`` so far; with ``children``, plus that of its
+    running children (the HTTP worker processes of ``DRYDOCK_HTTP_WORKERS``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    own = (int(fields[11]) + int(fields[12])) / _TICKS
+    if not children:
+        return own
+    running = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return own + sum(cpu_seconds(int(child), children=True) for child in running)
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
