@@ -26,7 +26,7 @@ async def handle_api(request: web.Request) -> web.StreamResponse:
     prefix = f"/g/{grant_token}/api"
     raw_path = request.rel_url.raw_path.removeprefix(prefix) or "/"
     try:
-        grant = await authenticate(ctx, grant_token, "api")
+        grant, sealed = await authenticate(ctx, grant_token, "api")
         path = request.match_info.get("path", "")
         denial = api_denial(grant, request.method, path)
         if denial is None and is_api_push(request.method, path):
@@ -36,7 +36,7 @@ async def handle_api(request: web.Request) -> web.StreamResponse:
         if denial is not None:
             await record_denial(ctx, grant, denial, route="api", method=request.method, target=raw_path)
             return refusal("api", 403, denial.message)
-        token = await upstream_token(ctx, grant, "api")
+        token = await upstream_token(ctx, grant, sealed, "api")
     except Refused as refused:
         return refused.response
     query = request.rel_url.raw_query_string

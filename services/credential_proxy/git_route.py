@@ -31,7 +31,7 @@ async def handle_git(request: web.Request) -> web.StreamResponse:
     if endpoint not in GIT_ENDPOINTS:
         return refusal("git", 404, f"{endpoint} is not a git smart-HTTP endpoint")
     try:
-        grant = await authenticate(ctx, request.match_info["grant"], "git")
+        grant, sealed = await authenticate(ctx, request.match_info["grant"], "git")
         service = request.query.get("service")
         denial = git_denial(grant, repository, endpoint, service)
         if denial is None and is_push(endpoint, service):
@@ -43,7 +43,7 @@ async def handle_git(request: web.Request) -> web.StreamResponse:
                 ctx, grant, denial, route="git", method=request.method, target=f"{repository}/{endpoint}"
             )
             return refusal("git", 403, denial.message)
-        token = await upstream_token(ctx, grant, "git")
+        token = await upstream_token(ctx, grant, sealed, "git")
     except Refused as refused:
         return refused.response
     url = URL(f"{ctx.git_upstream}/{repository}.git/{endpoint}").with_query(request.rel_url.query)

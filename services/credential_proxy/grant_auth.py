@@ -39,10 +39,12 @@ class Refused(Exception):
         self.response = response
 
 
-async def authenticate(ctx: ProxyContext, token: str, route: Route) -> Grant:
-    """The live grant for ``token``; :class:`Refused` otherwise (logged with the thread id if known)."""
+async def authenticate(ctx: ProxyContext, token: str, route: Route) -> tuple[Grant, str | None]:
+    """The live grant for ``token`` and its upstream token as stored (for
+    :func:`~services.credential_proxy.injection.upstream_token`), read together; :class:`Refused`
+    otherwise (logged with the thread id if known)."""
     try:
-        return await ctx.grants.resolve(token)
+        return await ctx.credentials.resolve(token)
     except GrantRejected as rejected:
         REQUESTS.labels(route, "rejected").inc()
         known = await ctx.grants.get(token)

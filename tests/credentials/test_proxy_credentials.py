@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -10,10 +11,19 @@ from pathlib import Path
 import pytest
 from nats.aio.client import Client as NatsClient
 from redis.asyncio import Redis
+from redis.asyncio.connection import Connection
 
 from drydock.bus import Bus
 from drydock.config import Settings
-from drydock.credentials import GrantRevoked, NoApp, ProxyCredentials, TokenMintError, digest
+from drydock.credentials import (
+    GrantExpired,
+    GrantRevoked,
+    GrantUnknown,
+    NoApp,
+    ProxyCredentials,
+    TokenMintError,
+    digest,
+)
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.runtime import Runtime
@@ -260,3 +270,74 @@ class TestUpstreamToken:
         renewed = await credentials.upstream_token(record, renew_margin=timedelta(hours=2))
         assert renewed.token != stored.token
         assert (await credentials.vault.get(record.digest)) == renewed
+
+
+class TestResolve:
+    """What the proxy reads for each request it forwards: the grant and its stored token together."""
+
+    async def test_the_grant_and_its_token_as_resolve_and_the_vault_give_them_in_one_round_trip(
+        self, credentials: ProxyCredentials, grant: SandboxGrant, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        assert grant.token is not None
+        expected = await credentials.grants.resolve(grant.token)
+        stored = await credentials.vault.get(expected.digest)
+        sends: list[object] = []
+        real_send = Connection.send_packed_command
+
+        async def counted(self: Connection, command: object, check_health: bool = True) -> None:
+            sends.append(command)
+            await real_send(self, command, check_health)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(Connection, "send_packed_command", counted)
+        resolved, sealed = await credentials.resolve(grant.token)
+        assert len(sends) == 1
+        assert resolved == expected
+        assert stored is not None
+        assert sealed is not None
+        assert stored.token not in sealed
+        monkeypatch.undo()
+        assert await credentials.sealed_token(resolved, sealed) == stored
+
+    async def test_refuses_as_the_grant_store_does(
+        self, credentials: ProxyCredentials, grant: SandboxGrant, redis: Redis, keys: Keys
+    ) -> None:
+        assert grant.token is not None
+        for unknown in ("dgr_" + "x" * 43, "not-a-grant"):
+            with pytest.raises(GrantUnknown):
+                await credentials.resolve(unknown)
+        forged = digest(grant.token)
+        await redis.hset(keys.grant(forged), "repository", "other/repository")
+        with pytest.raises(GrantUnknown):
+            await credentials.resolve(grant.token)
+
+    async def test_a_revoked_or_expired_grant_is_refused(
+        self, credentials: ProxyCredentials, tmp_path: Path, thread_id: str
+    ) -> None:
+        handle = handle_for(thread_id, tmp_path)
+        revoked = await credentials.issue(handle, thread_id=thread_id, role=Role.CODER, repository=REPOSITORY)
+        assert revoked.token is not None
+        await credentials.revoke(revoked)
+        with pytest.raises(GrantRevoked):
+            await credentials.resolve(revoked.token)
+        issued = await credentials.grants.issue(
+            role=Role.CODER,
+            sandbox_id=handle.id,
+            thread_id=thread_id,
+            repository=REPOSITORY,
+            ttl=timedelta(milliseconds=1),
+        )
+        await asyncio.sleep(0.01)
+        with pytest.raises(GrantExpired):
+            await credentials.resolve(issued.token)
+
+    async def test_a_token_missing_or_about_to_expire_is_minted_anew(
+        self, credentials: ProxyCredentials, grant: SandboxGrant
+    ) -> None:
+        assert grant.token is not None
+        resolved, sealed = await credentials.resolve(grant.token)
+        stored = credentials.vault.opened(sealed)
+        assert stored is not None
+        await credentials.vault.delete(resolved.digest)
+        minted = await credentials.sealed_token(resolved, None)
+        assert minted.token != stored.token
+        assert await credentials.vault.get(resolved.digest) == minted

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -83,6 +83,18 @@ def _ms(moment: datetime) -> int:
 
 def _moment(ms: str | int) -> datetime:
     return datetime.fromtimestamp(int(ms) // 1000, UTC).replace(microsecond=int(ms) % 1000 * 1000)
+
+
+def _live(grant: Grant | None) -> Grant:
+    """``grant`` if it is live; :class:`GrantUnknown`, :class:`GrantRevoked` or
+    :class:`GrantExpired` otherwise, each with a message fit for the sandbox."""
+    if grant is None:
+        raise GrantUnknown()
+    if grant.revoked_at is not None:
+        raise GrantRevoked(f"{GrantRevoked.reason} ({grant.revoked_reason}) at {grant.revoked_at:%Y-%m-%dT%H:%M:%SZ}")
+    if grant.expires_at <= datetime.now(UTC):
+        raise GrantExpired(f"{GrantExpired.reason} at {grant.expires_at:%Y-%m-%dT%H:%M:%SZ}")
+    return grant
 
 
 def _grant(grant_digest: str, record: Mapping[str, str]) -> Grant:
@@ -157,6 +169,9 @@ class GrantStore:
     async def _read(self, grant_digest: str) -> dict[str, str] | None:
         """The record if it is there and its MAC holds; a forged or altered one is ``None``."""
         record = cast(dict[str, str], await self._redis.hgetall(self._keys.grant(grant_digest)))
+        return self._checked(grant_digest, record)
+
+    def _checked(self, grant_digest: str, record: dict[str, str]) -> dict[str, str] | None:
         if not record:
             return None
         if not self._verified(grant_digest, record):
@@ -223,16 +238,20 @@ class GrantStore:
     async def resolve(self, token: str) -> Grant:
         """The live grant for ``token``; :class:`GrantUnknown`, :class:`GrantRevoked` or
         :class:`GrantExpired` otherwise, each with a message fit for the sandbox."""
-        grant = await self.get(token)
-        if grant is None:
+        return _live(await self.get(token))
+
+    async def resolve_beside(self, token: str, key_of: Callable[[str], str]) -> tuple[Grant, str | None]:
+        """:meth:`resolve`, and the string stored under ``key_of(digest)`` (the grant's upstream
+        token), read in the same round trip."""
+        if not _TOKEN_SHAPE.match(token):
             raise GrantUnknown()
-        if grant.revoked_at is not None:
-            raise GrantRevoked(
-                f"{GrantRevoked.reason} ({grant.revoked_reason}) at {grant.revoked_at:%Y-%m-%dT%H:%M:%SZ}"
-            )
-        if grant.expires_at <= datetime.now(UTC):
-            raise GrantExpired(f"{GrantExpired.reason} at {grant.expires_at:%Y-%m-%dT%H:%M:%SZ}")
-        return grant
+        grant_digest = digest(token)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.hgetall(self._keys.grant(grant_digest))
+            pipe.get(key_of(grant_digest))
+            record, value = await pipe.execute()
+        checked = self._checked(grant_digest, record)
+        return _live(_grant(grant_digest, checked) if checked is not None else None), value
 
     async def extend(self, token: str, ttl: timedelta) -> datetime:
         """Move a live grant's expiry to ``ttl`` from now and return it; raise if it is not live."""

@@ -31,21 +31,27 @@ class TokenVault:
         ttl_ms = int((token.expires_at - datetime.now(UTC)).total_seconds() * 1000)
         if ttl_ms <= 0:
             raise ValueError(f"the upstream token expired at {token.expires_at.isoformat()}; nothing to store")
-        await self._redis.set(self._keys.grant_token(digest), self._cipher.encrypt(token.to_json()), px=ttl_ms)
+        await self._redis.set(self.key(digest), self._cipher.encrypt(token.to_json()), px=ttl_ms)
 
     async def get(self, digest: str) -> UpstreamToken | None:
         """The grant's token, or ``None`` when it has none (never minted, expired or deleted)."""
-        ciphertext = await self.raw(digest)
+        return self.opened(await self.raw(digest))
+
+    async def raw(self, digest: str) -> str | None:
+        """The stored ciphertext, as it sits in Redis (for audits and tests)."""
+        return cast(str | None, await self._redis.get(self.key(digest)))
+
+    def key(self, digest: str) -> str:
+        return self._keys.grant_token(digest)
+
+    def opened(self, ciphertext: str | None) -> UpstreamToken | None:
+        """The token in a record read from :meth:`key`; ``None`` for no record."""
         if ciphertext is None:
             return None
         return UpstreamToken.from_json(self._cipher.decrypt(ciphertext))
 
-    async def raw(self, digest: str) -> str | None:
-        """The stored ciphertext, as it sits in Redis (for audits and tests)."""
-        return cast(str | None, await self._redis.get(self._keys.grant_token(digest)))
-
     async def delete(self, digest: str) -> None:
-        await self._redis.delete(self._keys.grant_token(digest))
+        await self._redis.delete(self.key(digest))
 
     async def rotate(self) -> int:
         """Re-encrypt every record not yet under the newest key; return how many were rewritten
