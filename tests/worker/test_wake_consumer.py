@@ -7,6 +7,8 @@ from collections import Counter
 from collections.abc import AsyncIterator
 
 import pytest
+from nats.js.api import RawStreamMsg
+from nats.js.errors import NotFoundError
 from opentelemetry import trace
 from opentelemetry.trace import SpanContext, SpanKind
 from redis.asyncio import Redis
@@ -196,7 +198,14 @@ class TestFailures:
                 return attempts[thread] == wake_queue.max_deliver and await wake_queue.pending() == 0
 
             await eventually(gave_up, within=15)
-        event = await bus.js.get_msg(EVENTS_STREAM, subject=f"drydock.event.{thread}.error")
+
+            # The wake is terminated before its failure is recorded, so the event can trail it.
+            async def recorded_error() -> RawStreamMsg | None:
+                with contextlib.suppress(NotFoundError):
+                    return await bus.js.get_msg(EVENTS_STREAM, subject=f"drydock.event.{thread}.error")
+                return None
+
+            event = await eventually(recorded_error, within=15, what="the error event")
         assert event.data is not None
         recorded = RunEvent.model_validate_json(event.data)
         assert recorded.type is EventType.ERROR
