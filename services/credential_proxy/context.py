@@ -80,7 +80,7 @@ async def proxy_context(runtime: Runtime) -> AsyncIterator[ProxyContext]:
     try:
         yield ProxyContext(
             runtime=runtime,
-            grants=GrantStore(runtime.redis, runtime.keys, server_keys, retention=settings.proxy.grant_retention),
+            grants=credentials.grants,
             credentials=credentials,
             session=session,
             git_upstream=git_upstream,
@@ -99,5 +99,4 @@ async def proxy_context(runtime: Runtime) -> AsyncIterator[ProxyContext]:
         await session.close()
         if own_root:
             await asyncio.to_thread(shutil.rmtree, mirror_root, True)
-        if credentials is not None:
-            await credentials.aclose()
+        await credentials.aclose()

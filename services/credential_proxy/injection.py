@@ -22,7 +22,7 @@ async def upstream_token(ctx: ProxyContext, grant: Grant, sealed: str | None, ro
     """The token to inject for ``grant``, from ``sealed`` (as :func:`authenticate` read it) or
     minted anew; :class:`Refused` when there is none to be had."""
     try:
-        return await ctx.credentials.sealed_token(grant, sealed)
+        return await ctx.credentials.upstream_token(grant, sealed)
     except (GrantError, CipherError) as error:
         REQUESTS.labels(route, "unavailable").inc()
         log.error("no upstream token", thread_id=grant.thread_id, sandbox_id=grant.sandbox_id, error=describe(error))

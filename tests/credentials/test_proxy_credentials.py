@@ -183,10 +183,9 @@ class TestRefresh:
         self, credentials: ProxyCredentials, grant: SandboxGrant, github: FakeGithub
     ) -> None:
         assert grant.token is not None
-        record = await credentials.grants.resolve(grant.token)
         minted_before = len(github.state.tokens)
-        first = await credentials.upstream_token(record)
-        second = await credentials.upstream_token(record)
+        first = await credentials.upstream_token(*await credentials.resolve(grant.token))
+        second = await credentials.upstream_token(*await credentials.resolve(grant.token))
         assert first == second
         assert len(github.state.tokens) == minted_before
 
@@ -198,7 +197,7 @@ class TestRefresh:
         assert issued is not None
         expiring = replace(issued, expires_at=datetime.now(UTC) + timedelta(minutes=1))
         await credentials.vault.put(digest(grant.token), expiring)
-        after = await credentials.upstream_token(await credentials.grants.resolve(grant.token))
+        after = await credentials.upstream_token(*await credentials.resolve(grant.token))
         assert after.token != issued.token
         assert not after.expires_within(timedelta(minutes=30))
         assert await credentials.vault.get(digest(grant.token)) == after
@@ -266,8 +265,10 @@ class TestUpstreamToken:
         record = await credentials.grants.resolve(grant.token)
         stored = await credentials.vault.get(record.digest)
         assert stored is not None
-        assert (await credentials.upstream_token(record)).token == stored.token
-        renewed = await credentials.upstream_token(record, renew_margin=timedelta(hours=2))
+        assert (await credentials.upstream_token(*await credentials.resolve(grant.token))).token == stored.token
+        renewed = await credentials.upstream_token(
+            *await credentials.resolve(grant.token), renew_margin=timedelta(hours=2)
+        )
         assert renewed.token != stored.token
         assert (await credentials.vault.get(record.digest)) == renewed
 
@@ -296,7 +297,7 @@ class TestResolve:
         assert sealed is not None
         assert stored.token not in sealed
         monkeypatch.undo()
-        assert await credentials.sealed_token(resolved, sealed) == stored
+        assert await credentials.upstream_token(resolved, sealed) == stored
 
     async def test_refuses_as_the_grant_store_does(
         self, credentials: ProxyCredentials, grant: SandboxGrant, redis: Redis, keys: Keys
@@ -338,6 +339,6 @@ class TestResolve:
         stored = credentials.vault.opened(sealed)
         assert stored is not None
         await credentials.vault.delete(resolved.digest)
-        minted = await credentials.sealed_token(resolved, None)
+        minted = await credentials.upstream_token(resolved, None)
         assert minted.token != stored.token
         assert await credentials.vault.get(resolved.digest) == minted

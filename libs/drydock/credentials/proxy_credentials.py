@@ -150,25 +150,19 @@ class ProxyCredentials:
         await self.vault.delete(digest(grant.token))
         log.info("grant revoked", thread_id=grant.thread_id, sandbox_id=grant.sandbox_id)
 
-    async def upstream_token(self, grant: Grant, *, renew_margin: timedelta | None = None) -> UpstreamToken:
-        """The token to inject for a live ``grant``; minted anew when missing or about to expire."""
-        return await self._renewed(grant, await self.vault.get(grant.digest), renew_margin=renew_margin)
-
     async def resolve(self, token: str) -> tuple[Grant, str | None]:
         """The live grant for ``token`` (raising as :meth:`GrantStore.resolve` does) and its
-        upstream token as stored, still encrypted (:meth:`sealed_token` opens it), in one round
+        upstream token as stored, still encrypted (:meth:`upstream_token` opens it), in one round
         trip: what the proxy reads for every request it forwards."""
         return await self.grants.resolve_beside(token, self.vault.key)
 
-    async def sealed_token(self, grant: Grant, sealed: str | None) -> UpstreamToken:
-        """:meth:`upstream_token` for ``grant`` given its record as :meth:`resolve` read it."""
-        return await self._renewed(grant, self.vault.opened(sealed))
-
-    async def _renewed(
-        self, grant: Grant, stored: UpstreamToken | None, *, renew_margin: timedelta | None = None
+    async def upstream_token(
+        self, grant: Grant, sealed: str | None, *, renew_margin: timedelta | None = None
     ) -> UpstreamToken:
-        """``stored`` unless it is missing or about to expire; else a token minted and stored anew."""
+        """The token to inject for a live ``grant``, given its record as :meth:`resolve` read it;
+        minted and stored anew when missing or about to expire."""
         margin = self._settings.proxy.token_renew_margin if renew_margin is None else renew_margin
+        stored = self.vault.opened(sealed)
         if stored is not None and not stored.expires_within(margin):
             return stored
         fresh = await self._mint(grant)
