@@ -44,7 +44,7 @@ from nats.aio.msg import Msg
 
 from bench.floor_agent import floor_agent, search_tool
 from bench.floor_ingress import FloorIngress
-from bench.harness import Figures, measure, report
+from bench.harness import Figures, measure, report, rss_kib
 from drydock.bus import EventType, RunEvent
 from drydock.bus.subjects import EVENT
 from drydock.chat_openai import DrydockChatOpenAI
@@ -161,13 +161,6 @@ async def released(stage: Stage, thread_id: str) -> None:
             if not await stage.runtime.redis.exists(lease):
                 return
             await asyncio.sleep(0.01)
-
-
-def rss_kib(pid: int | str = "self") -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
 
 
 def step_overheads(calls: list[tuple[float, float]]) -> list[float]:

@@ -45,7 +45,7 @@ from pathlib import Path
 
 from nats.aio.msg import Msg
 
-from bench.harness import cpu_seconds
+from bench.harness import cpu_seconds, rss_kib
 from drydock.bus import EventType, RunEvent
 from drydock.bus.streams import EVENTS_STREAM
 from drydock.bus.subjects import EVENT
@@ -94,13 +94,6 @@ def responder() -> Responder:
 
 def thread_of(number: int) -> str:
     return ids.github_issue("github.com", ORG, "widgets", number)
-
-
-def status_kib(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1])
-    return 0
 
 
 def with_descendants(pids: list[int]) -> list[int]:
@@ -229,7 +222,7 @@ async def floor(stage: Stage, count: int) -> Floor:
             ready = await process.stdout.readline()
         if ready != b"ready\n":
             raise RuntimeError(f"the floor's process did not start: see {stage.root}/floor-{count}.log")
-        idle = peak = status_kib(process.pid, "VmRSS")
+        idle = peak = rss_kib(process.pid)
         cpu_before = cpu_seconds(process.pid)
         requests_before = stage.model.received
         process.stdin.write(b"go\n")
@@ -237,7 +230,7 @@ async def floor(stage: Stage, count: int) -> Floor:
         done = asyncio.ensure_future(process.stdout.readline())
         async with asyncio.timeout(1800):
             while not done.done():
-                peak = max(peak, status_kib(process.pid, "VmRSS"))
+                peak = max(peak, rss_kib(process.pid))
                 stage.model.forget_requests()
                 await asyncio.wait({done}, timeout=0.5)
         if done.result() != b"done\n":
@@ -328,7 +321,7 @@ async def phase(root: Path, count: int) -> Phase:
                     run_seconds += time.monotonic() - began
 
         await stage.runtime.nats.subscribe(f"{EVENT}.*.*", cb=on_event)
-        idle = status_kib(worker.pid, "VmRSS")
+        idle = rss_kib(worker.pid)
         idle_cpu = cpu_seconds(worker.pid)
         await asyncio.sleep(IDLE_SECONDS)
         idle_cpu_ms_per_s = (cpu_seconds(worker.pid) - idle_cpu) * 1000 / IDLE_SECONDS
@@ -355,7 +348,7 @@ async def phase(root: Path, count: int) -> Phase:
             ticks = 0
             while True:
                 stage.model.forget_requests()
-                rss = status_kib(worker.pid, "VmRSS")
+                rss = rss_kib(worker.pid)
                 if rss > peak:
                     peak, running_at_peak = rss, len(running)
                 ticks += 1
@@ -369,7 +362,7 @@ async def phase(root: Path, count: int) -> Phase:
                     done = await ended(stage, EventType.COMPLETED) & threads
                     print(
                         f"  N={count}, after {time.perf_counter() - started:.0f} s: {len(done)} completed, "
-                        f"{len(running)} in progress, worker RSS {status_kib(worker.pid, 'VmRSS') / 1024:.0f} MiB",
+                        f"{len(running)} in progress, worker RSS {rss_kib(worker.pid) / 1024:.0f} MiB",
                         flush=True,
                     )
                 await asyncio.sleep(0.5)

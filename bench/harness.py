@@ -61,6 +61,14 @@ def report(figures: Figures, *, target_p50_ms: float | None = None) -> Figures:
     return figures
 
 
+def rss_kib(pid: int | str = "self") -> int:
+    """The resident set size of process ``pid`` (this one by default), in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
 def cpu_seconds(pid: int, *, children: bool = False) -> float:
     """User plus system CPU time of process ``pid`` so far; with ``children``, plus that of its
     running children (the HTTP worker processes of ``DRYDOCK_HTTP_WORKERS``)."""
