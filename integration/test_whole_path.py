@@ -10,7 +10,10 @@ machine (``integration.cluster.whole_path``). The tests are one scenario and run
    replacement resumes from the checkpoint; one pull request; each follow-up seen once;
 4. the thread's sandbox pod deleted between turns: the next turn recreates it from the
    workspace snapshot, the unpushed commit included;
-5. the warm pool: a new thread runs in the pod the pool started before it existed.
+5. the warm pool: a new thread runs in the pod the pool started before it existed;
+6. the boundary, tried from inside a sandbox pod by the agent's ``execute`` tool: the control
+   plane, the Kubernetes API, a sibling sandbox's daemon, the web services and the release's
+   secrets (``integration.cluster.sandbox_probe``).
 
 Skips, saying why, without ``KUBECONFIG``, helm, or this machine's address for the pods
 (``DRYDOCK_IT_HOST_ADDRESS``, the lab bridge's gateway 10.244.77.1 by default).
@@ -18,13 +21,18 @@ Skips, saying why, without ``KUBECONFIG``, helm, or this machine's address for t
 
 from __future__ import annotations
 
+import base64
 import json
+import shlex
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from drydock.accounts import RepositorySettings
+from drydock.embedded import REDIS_USER
+from drydock.sandbox.providers.kubernetes.manifests import SECRET_DIRECTORY, TOKEN_DIRECTORY
 from drydock.threads import ids
 from drydock.threads.pr_records import PullRequestStore, branch_name
 from integration.cluster.release import ClusterUnavailable, Release, kubectl
@@ -61,6 +69,10 @@ CRASH_ISSUE = 11
 CRASH_BRANCH = branch_name(_thread(CRASH_ISSUE), "fix add")
 SNAPSHOT_ISSUE = 13
 WARM_ISSUE = 17
+PROBE_ISSUE = 19
+PROBE = Path(__file__).parent / "cluster" / "sandbox_probe.py"
+SANDBOX_USER = 1000
+"""The sandbox pods' ``runAsUser`` (the chart's default)."""
 
 
 @pytest.fixture(scope="module")
@@ -279,3 +291,90 @@ class TestWholePathOnPods:
         assert hostname in names, (hostname, names, labels)
         assert labels["drydock.dev/origin"] == "warm-pool"
         print(json.dumps({"claimed warm pod": hostname}))
+
+    async def test_a_sandbox_pod_reaches_no_credential_and_no_service_that_would_answer_it(
+        self, stage: ClusterStage
+    ) -> None:
+        """Each attempt fails if it succeeds. The lab's bridge network does not enforce
+        NetworkPolicies, so there the sandbox pod reaches Valkey and NATS and the servers' own
+        authentication refuses it; on a cluster that enforces the chart's policy the connection
+        itself fails. Both count as refused; what answered is printed."""
+        siblings = [pod for pod in stage.sandbox_pods() if _running(pod)]
+        assert siblings, "a sandbox pod of an earlier step, or the warm pool's"
+        sibling = siblings[0]
+        [daemon_port] = [port["containerPort"] for port in sibling["spec"]["containers"][0]["ports"]]
+        web = f"{RELEASE.namespace}.svc.cluster.local"
+        targets = {
+            "valkey": [f"valkey.{RELEASE.infra_domain}", 6379],
+            "nats": [f"nats.{RELEASE.infra_domain}", 4222],
+            "redis_user": REDIS_USER,
+            "nats_user": "ingress",
+            "sibling_daemon": [sibling["status"]["podIP"], daemon_port],
+            "kubernetes_paths": [
+                f"/api/v1/namespaces/{RELEASE.namespace}/secrets",
+                f"/api/v1/namespaces/{RELEASE.sandbox_namespace}/pods",
+            ],
+            "web": {
+                "unsigned webhook": [f"{RELEASE.name}-ingress.{web}", 8000, "POST", "/webhooks/github"],
+                "dashboard without a session": [f"{RELEASE.name}-dashboard.{web}", 8000, "GET", "/api/v1/me"],
+            },
+            "secret_directories": [SECRET_DIRECTORY, TOKEN_DIRECTORY],
+        }
+        source = base64.b64encode(PROBE.read_bytes()).decode()
+        command = f'python3 -c "$(printf %s {source} | base64 -d)" {shlex.quote(json.dumps(targets))}'
+        marker = "[path: probe]"
+        stage.conversations.add(marker, Script().tool_call("execute", command=command).reply("Probed."))
+        thread = _thread(PROBE_ISSUE)
+        await stage.deliver_github("issue_comment", stage.mention(PROBE_ISSUE, f"@drydock look around {marker}"))
+        await eventually(lambda: stage.completed(thread), every=0.25, within=RUN_WITHIN, what="the probe's run")
+        sandbox_id = await stage.sandbox_id(thread)
+        assert sandbox_id is not None
+        assert sandbox_id != sibling["metadata"]["name"]
+        output = _tool_results(stage, marker)[-1]
+        found = json.loads(next(line for line in output.splitlines() if line.startswith("{")))
+
+        identity = found["identity"]
+        assert (identity["uid"], identity["gid"]) == (SANDBOX_USER, SANDBOX_USER)
+        assert (int(identity["CapEff"], 16), int(identity["CapPrm"], 16)) == (0, 0), identity
+        assert identity["NoNewPrivs"] == "1", identity
+        assert identity["Seccomp"] == "2", "a seccomp filter (RuntimeDefault) applies"
+        assert found["service_account"] == [], "no service-account token is mounted"
+        assert found["mounted_secrets"] == {SECRET_DIRECTORY: None, TOKEN_DIRECTORY: []}, (
+            "the token Secret is mounted only in the init container, and the daemon removed its copy"
+        )
+        assert "Read-only file system" in found["write_to_the_image"], found["write_to_the_image"]
+        for path, answer in found["kubernetes_api"].items():
+            assert answer in {"401", "403"} or not answer.isdigit(), f"{path}: {answer}"
+
+        valkey = found["valkey"]
+        if valkey["connected"]:
+            assert [reply.split()[0] for reply in valkey["replies"]] == ["-NOAUTH", "-NOAUTH", "-WRONGPASS"], valkey
+        for name in ("nats", "nats_guessed_user"):
+            nats = found[name]
+            if nats["connected"]:
+                assert "Authorization Violation" in nats["replies"][0], nats
+        assert found["sibling_daemon"] == {"no_token": "401", "made_up_token": "401"}, found["sibling_daemon"]
+        assert found["web"] == {"unsigned webhook": "401", "dashboard without a session": "401"}, found["web"]
+
+        seen = "\n".join(found["processes"])
+        secrets = {
+            "the Valkey password": RELEASE.redis_password,
+            "the encryption key": RELEASE.encryption_key,
+            "the webhook secret": RELEASE.webhook_secret,
+            "the GitHub App's private key": stage.app.private_key_pem.splitlines()[1],
+            **{f"the NATS password of {user}": password for user, password in RELEASE.nats_passwords.items()},
+            **{f"installation token {token[:6]}…": token for token in stage.github.state.tokens},
+        }
+        assert "drydock.sandbox.daemon" in seen, "the daemon's process was among those read"
+        assert [name for name, value in secrets.items() if value and value in seen] == []
+        print(
+            json.dumps(
+                {
+                    "refused by": {
+                        "valkey": "its ACL" if valkey["connected"] else "the network",
+                        "nats": "its authorization" if found["nats"]["connected"] else "the network",
+                    },
+                    "kubernetes API": found["kubernetes_api"],
+                }
+            )
+        )

@@ -97,8 +97,9 @@ def apply_secret(namespace: str, name: str, values: Mapping[str, str]) -> None:
 
 @dataclass
 class Release:
-    """One release and its three namespaces; ``nats_passwords`` and ``redis_password`` are made by
-    :meth:`install` (the provisioner's NATS user is what a test observes the bus as)."""
+    """One release and its three namespaces; ``nats_passwords``, ``redis_password`` and
+    ``encryption_key`` are made by :meth:`install` (the provisioner's NATS user is what a test
+    observes the bus as)."""
 
     name: str
     namespace: str
@@ -107,6 +108,7 @@ class Release:
     webhook_secret: str = "integration-webhook-secret"
     nats_passwords: dict[str, str] = field(default_factory=dict, repr=False)
     redis_password: str = field(default="", repr=False)
+    encryption_key: str = field(default="", repr=False)
 
     @property
     def infra_domain(self) -> str:
@@ -156,11 +158,12 @@ class Release:
         kubectl(
             "-n", self.infra_namespace, "wait", "--for=condition=available", "deployment", "--all", "--timeout=300s"
         )
+        self.encryption_key = Fernet.generate_key().decode()
         apply_secret(
             self.namespace,
             "drydock",
             {
-                "encryption-keys": json.dumps([Fernet.generate_key().decode()]),
+                "encryption-keys": json.dumps([self.encryption_key]),
                 "github-webhook-secret": self.webhook_secret,
                 "model-api-key": "integration",
                 **secret,
