@@ -60,14 +60,15 @@ def _port_admits(ports: list[dict[str, Any]] | None, target: Target) -> bool:
     )
 
 
-def sandbox_may_reach(manifests: list[Manifest], target: Target) -> list[str]:
-    """The NetworkPolicies that let a sandbox pod open a connection to ``target``."""
+def sandbox_may_reach(manifests: list[Manifest], target: Target, pod: dict[str, str] = SANDBOX_POD) -> list[str]:
+    """The NetworkPolicies that let a pod of the sandbox namespace with labels ``pod`` (a
+    sandbox pod's unless given) open a connection to ``target``."""
     admitting = []
     for policy in of_kind(manifests, "NetworkPolicy"):
         spec = policy["spec"]
         if policy["metadata"]["namespace"] != SANDBOX_NAMESPACE or "Egress" not in spec.get("policyTypes", []):
             continue
-        if not _selects(spec["podSelector"] or None, SANDBOX_POD):
+        if not _selects(spec["podSelector"] or None, pod):
             continue
         for rule in spec.get("egress", []):
             peers = rule.get("to") or [{"ipBlock": {"cidr": "0.0.0.0/0"}}, {"namespaceSelector": {}}]
