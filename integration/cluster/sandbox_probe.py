@@ -40,7 +40,7 @@ def _exchange(host: str, port: int, lines: list[bytes], *, greeting: bool = Fals
     return {"connected": True, "replies": replies}
 
 
-def _http(url_host: str, port: int, method: str, path: str, *, tls: bool = False, **headers: str) -> str:
+def _http(host: str, port: int, method: str, path: str, *, tls: bool = False, **headers: str) -> str:
     """The status of one request, or the error that stopped it."""
     try:
         if tls:
@@ -48,15 +48,15 @@ def _http(url_host: str, port: int, method: str, path: str, *, tls: bool = False
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
             connection: http.client.HTTPConnection = http.client.HTTPSConnection(
-                url_host, port, timeout=TIMEOUT, context=context
+                host, port, timeout=TIMEOUT, context=context
             )
         else:
-            connection = http.client.HTTPConnection(url_host, port, timeout=TIMEOUT)
+            connection = http.client.HTTPConnection(host, port, timeout=TIMEOUT)
         connection.request(method, path, body=b"{}" if method == "POST" else None, headers=headers)
         status = connection.getresponse().status
         connection.close()
         return str(status)
-    except OSError as error:
+    except (OSError, http.client.HTTPException) as error:
         return f"{type(error).__name__}: {error}"
 
 
