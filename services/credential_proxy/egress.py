@@ -1,5 +1,8 @@
 """The egress proxy: an HTTP forward proxy (``CONNECT host:port`` tunnels and absolute-form
-``GET http://…`` requests) that lets a sandbox reach only the hosts on the allowlist.
+``GET http://…`` requests) that lets a sandbox reach only the hosts on the allowlist, and a host
+that only a wildcard entry allows only at public addresses (:mod:`drydock.credentials.allowlist`).
+Such a name is resolved once, every address vetted, and the connection made to a vetted address,
+so an answer that changes between the check and the connection cannot lead elsewhere.
 
 The sandbox presents its grant as the proxy password (``HTTPS_PROXY=http://drydock:<grant>@…``,
 sent as ``Proxy-Authorization``), so every connection, allowed or denied, is attributed to a
@@ -19,7 +22,10 @@ import structlog
 from redis.exceptions import RedisError
 
 from drydock.credentials import Grant, GrantRejected
+from drydock.credentials.allowlist import Reach
 from drydock.errors import describe
+from drydock.infra import addresses
+from drydock.infra.addresses import IPAddress, Resolver, non_public
 from drydock.infra.redis import StoreUnavailable
 from services.credential_proxy.context import ProxyContext
 from services.credential_proxy.metrics import REQUESTS
@@ -104,8 +110,9 @@ def _destination(head: _Head) -> tuple[str, int]:
 class EgressProxy:
     """One instance per process; :meth:`handle` serves one client connection."""
 
-    def __init__(self, ctx: ProxyContext) -> None:
+    def __init__(self, ctx: ProxyContext, resolver: Resolver = addresses.resolve) -> None:
         self._ctx = ctx
+        self._resolve = resolver
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -123,21 +130,16 @@ class EgressProxy:
         head = _parse_head(await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT))
         grant = await self._authenticate(head)
         host, port = _destination(head)
-        if not self._ctx.allowlist.allows(host, port):
-            REQUESTS.labels("egress", "denied").inc()
-            log.warning(
-                "egress denied",
-                thread_id=grant.thread_id,
-                sandbox_id=grant.sandbox_id,
-                role=grant.role.value,
-                host=host,
-                port=port,
-            )
-            raise _Refusal(403, "Forbidden", f"{host}:{port} is not on the egress allowlist")
+        reach = self._ctx.allowlist.reach(host, port)
+        if reach is None:
+            raise self._denied(grant, host, port, f"{host}:{port} is not on the egress allowlist")
         try:
-            upstream_reader, upstream_writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port, limit=CHUNK), self._ctx.runtime.settings.proxy.upstream_timeout
-            )
+            async with asyncio.timeout(self._ctx.runtime.settings.proxy.upstream_timeout):
+                if reach is Reach.ANY_ADDRESS:
+                    upstream_reader, upstream_writer = await asyncio.open_connection(host, port, limit=CHUNK)
+                else:
+                    vetted = await self._public_addresses(grant, host, port)
+                    upstream_reader, upstream_writer = await _open_first(vetted, port)
         except (OSError, TimeoutError) as error:
             REQUESTS.labels("egress", "upstream_error").inc()
             raise _Refusal(502, "Bad Gateway", f"cannot connect to {host}:{port}: {error}") from None
@@ -153,6 +155,34 @@ class EgressProxy:
             upstream_writer.close()
             with contextlib.suppress(ConnectionError):
                 await upstream_writer.wait_closed()
+
+    async def _public_addresses(self, grant: Grant, host: str, port: int) -> list[IPAddress]:
+        """The addresses of ``host``, all of them public, or a refusal naming those that are not."""
+        literal = addresses.literal(host)
+        found = [literal] if literal is not None else await self._resolve(host, port)
+        private = sorted({str(address) for address in found if non_public(address)})
+        if private:
+            raise self._denied(
+                grant,
+                host,
+                port,
+                f"{host} resolves to a non-public address ({', '.join(private)}); a wildcard entry of the "
+                "egress allowlist reaches public addresses only (an entry naming the host reaches it anywhere)",
+            )
+        return found
+
+    def _denied(self, grant: Grant, host: str, port: int, reason: str) -> _Refusal:
+        REQUESTS.labels("egress", "denied").inc()
+        log.warning(
+            "egress denied",
+            thread_id=grant.thread_id,
+            sandbox_id=grant.sandbox_id,
+            role=grant.role.value,
+            host=host,
+            port=port,
+            reason=reason,
+        )
+        return _Refusal(403, "Forbidden", reason)
 
     async def _authenticate(self, head: _Head) -> Grant:
         challenge = {"Proxy-Authenticate": 'Basic realm="drydock egress"'}
@@ -173,6 +203,16 @@ class EgressProxy:
             raise _Refusal(
                 503, "Service Unavailable", "the store is unavailable for a moment; retry shortly", RETRY_LATER
             ) from None
+
+
+async def _open_first(candidates: list[IPAddress], port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection to the first of ``candidates`` that accepts one, in the resolver's order."""
+    if not candidates:
+        raise OSError("the name has no address")
+    for address in candidates[:-1]:
+        with contextlib.suppress(OSError):
+            return await asyncio.open_connection(str(address), port, limit=CHUNK)
+    return await asyncio.open_connection(str(candidates[-1]), port, limit=CHUNK)
 
 
 def _origin_form(head: _Head) -> bytes:

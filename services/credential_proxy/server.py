@@ -20,6 +20,8 @@ from redis.exceptions import RedisError
 from drydock.credentials.cipher import SecretCipher
 from drydock.credentials.user_tokens import UserTokens
 from drydock.errors import describe
+from drydock.infra import addresses
+from drydock.infra.addresses import Resolver
 from drydock.runtime import Runtime
 from drydock.sandbox.proxy_sockets import (
     EGRESS_SOCKET,
@@ -110,8 +112,9 @@ def _url(sock: socket.socket) -> str:
 
 
 @contextlib.asynccontextmanager
-async def serving(runtime: Runtime) -> AsyncIterator[Listening]:
-    """Serve both listeners on ``settings.proxy.host``/``port``/``egress_port`` until exit."""
+async def serving(runtime: Runtime, *, resolver: Resolver = addresses.resolve) -> AsyncIterator[Listening]:
+    """Serve both listeners on ``settings.proxy.host``/``port``/``egress_port`` until exit;
+    ``resolver`` answers the egress proxy's names that only a wildcard entry allows."""
     settings = runtime.settings.proxy
     async with proxy_context(runtime) as ctx, contextlib.AsyncExitStack() as stack:
         reverse_socket = stack.enter_context(_bind(settings.host, settings.port))
@@ -125,7 +128,7 @@ async def serving(runtime: Runtime) -> AsyncIterator[Listening]:
         stack.push_async_callback(runner.cleanup)
         await web.SockSite(runner, reverse_socket).start()
         await web.SockSite(runner, reverse_unix).start()
-        handler = EgressProxy(ctx).handle
+        handler = EgressProxy(ctx, resolver).handle
         for sock in (egress_socket, egress_unix):
             egress = await asyncio.start_server(handler, sock=sock, limit=HEAD_LIMIT)
             stack.push_async_callback(egress.wait_closed)

@@ -4,6 +4,7 @@ to a thread by the sandbox's grant. The hosts are loopback servers."""
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import socket
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -18,10 +19,12 @@ from structlog.testing import capture_logs
 from drydock.bus import Bus
 from drydock.config import Settings
 from drydock.credentials import GrantStore
+from drydock.infra.addresses import IPAddress
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role
 from drydock.runtime import Runtime
+from services.credential_proxy import egress as egress_module
 from services.credential_proxy.server import Listening, serving
 
 
@@ -149,3 +152,76 @@ class TestProxyAuthentication:
         status_line = await reader.readline()
         writer.close()
         assert status_line.startswith(b"HTTP/1.1 400")
+
+
+LOOPBACK = [ipaddress.ip_address("127.0.0.1")]
+
+
+async def _names_of_this_machine(host: str, port: int) -> list[IPAddress]:
+    """A resolver that answers loopback for every name under ``example.test``, which the system
+    resolver does not know: a connection to one shows that the vetted answer was used."""
+    if host.endswith(".example.test"):
+        return LOOPBACK
+    raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+
+@pytest.fixture
+async def wildcard_egress(
+    credential_settings: Settings,
+    hosts: tuple[int, int],
+    nats_client: NatsClient,
+    bus: Bus,
+    redis: Redis,
+    keys: Keys,
+) -> AsyncIterator[Listening]:
+    """The listed site allowed by a wildcard (``*.example.test``) and by name (``localhost``)."""
+    entries = [f"*.example.test:{hosts[0]}", f"localhost:{hosts[0]}"]
+    section = credential_settings.proxy.model_copy(update={"egress_allowlist": entries})
+    settings = credential_settings.model_copy(update={"proxy": section})
+    runtime = Runtime(settings, nats_client, bus, redis, keys)
+    async with serving(runtime, resolver=_names_of_this_machine) as listening:
+        yield listening
+
+
+class TestWildcardEntriesReachPublicAddressesOnly:
+    async def test_a_name_under_a_wildcard_that_resolves_to_loopback_is_refused(
+        self, wildcard_egress: Listening, hosts: tuple[int, int], grant_token: str, thread_id: str
+    ) -> None:
+        with capture_logs() as logs:
+            code, out, err = await _curl_tunnel(
+                _proxy_url(wildcard_egress, grant_token), f"http://site.example.test:{hosts[0]}/"
+            )
+        assert code != 0
+        assert "403" in err
+        assert "listed host" not in out
+        [denial] = [entry for entry in logs if entry["event"] == "egress denied"]
+        assert denial["thread_id"] == thread_id
+        assert "site.example.test resolves to a non-public address (127.0.0.1)" in denial["reason"]
+
+    async def test_the_refusal_says_why_and_how_to_allow_it(
+        self, wildcard_egress: Listening, hosts: tuple[int, int], grant_token: str
+    ) -> None:
+        async with httpx.AsyncClient(proxy=_proxy_url(wildcard_egress, grant_token), trust_env=False) as client:
+            refused = await client.get(f"http://mirror.example.test:{hosts[0]}/")
+        assert refused.status_code == 403
+        assert "a wildcard entry of the egress allowlist reaches public addresses only" in refused.text
+
+    async def test_a_host_named_by_an_entry_is_reached_wherever_it_resolves(
+        self, wildcard_egress: Listening, hosts: tuple[int, int], grant_token: str
+    ) -> None:
+        code, out, err = await _curl_tunnel(_proxy_url(wildcard_egress, grant_token), f"http://localhost:{hosts[0]}/")
+        assert (code, out) == (0, "listed host\n"), err
+
+    async def test_a_public_answer_is_connected_to_as_vetted(
+        self,
+        wildcard_egress: Listening,
+        hosts: tuple[int, int],
+        grant_token: str,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        # Loopback stands in for a public address: this machine may contact no other.
+        monkeypatch.setattr(egress_module, "non_public", lambda address: address not in LOOPBACK)
+        code, out, err = await _curl_tunnel(
+            _proxy_url(wildcard_egress, grant_token), f"http://packages.example.test:{hosts[0]}/"
+        )
+        assert (code, out) == (0, "listed host\n"), err

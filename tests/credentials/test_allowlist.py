@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from drydock.config import DEFAULT_EGRESS_ALLOWLIST
-from drydock.credentials.allowlist import Allowlist, AllowlistError
+from drydock.credentials.allowlist import Allowlist, AllowlistError, Reach
 
 
 class TestAllowlist:
@@ -26,6 +26,13 @@ class TestAllowlist:
         assert allowlist.allows("files.pythonhosted.org", 443)
         assert not allowlist.allows("pythonhosted.org", 443)
         assert not allowlist.allows("pythonhosted.org.evil.com", 443)
+
+    def test_a_named_host_is_reached_anywhere_and_a_wildcard_match_at_public_addresses_only(self) -> None:
+        allowlist = Allowlist(["*.corp.example", "mirror.corp.example", "10.0.0.5:3128"])
+        assert allowlist.reach("mirror.corp.example", 443) is Reach.ANY_ADDRESS
+        assert allowlist.reach("other.corp.example", 443) is Reach.PUBLIC_ADDRESSES
+        assert allowlist.reach("10.0.0.5", 3128) is Reach.ANY_ADDRESS
+        assert allowlist.reach("corp.example", 443) is None
 
     def test_defaults_are_package_registries(self) -> None:
         allowlist = Allowlist(DEFAULT_EGRESS_ALLOWLIST)

@@ -10,8 +10,9 @@ import pytest
 from fastapi import FastAPI, Request
 
 from drydock.config import Settings, ToolSettings
+from drydock.infra.addresses import IPAddress
 from drydock.tools import fetch_url
-from drydock.tools.netguard import FetchError, IPAddress, Refused, check_destination, guarded_fetch
+from drydock.tools.netguard import FetchError, Refused, check_destination, guarded_fetch
 from tests.fakes.loopback import LoopbackServer
 from tests.tools.conftest import MakeContext, echoed, with_tools
 

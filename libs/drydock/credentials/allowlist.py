@@ -3,6 +3,11 @@
 Entries: ``host`` (ports 80 and 443), ``host:port`` (that port only), ``*.domain`` (any
 subdomain of ``domain``, ports 80 and 443; ``*.domain:port`` for another port). IPv6 literals
 are written in brackets: ``[::1]:8443``.
+
+A host named by an entry may be reached wherever it resolves: whoever wrote the entry chose that
+host, internal mirrors included. A host matched only by a wildcard is reached at public addresses
+only: under a domain where anyone can publish names, a name can be made to resolve to the
+cluster's own services or the cloud metadata address.
 """
 
 from __future__ import annotations
@@ -10,9 +15,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import Enum
 
 DEFAULT_PORTS = frozenset({80, 443})
 _ENTRY = re.compile(r"^(?P<wild>\*\.)?(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(?::(?P<port>\d{1,5}))?$")
+
+
+class Reach(Enum):
+    """Where an allowed host may be reached."""
+
+    ANY_ADDRESS = "any address"
+    PUBLIC_ADDRESSES = "public addresses only"
 
 
 class AllowlistError(ValueError):
@@ -56,6 +69,13 @@ class Allowlist:
             )
         self._rules = tuple(rules)
 
-    def allows(self, host: str, port: int) -> bool:
+    def reach(self, host: str, port: int) -> Reach | None:
+        """``None`` when no entry allows ``host:port``."""
         normalized = _normalize(host)
-        return any(rule.matches(normalized, port) for rule in self._rules)
+        matched = [rule for rule in self._rules if rule.matches(normalized, port)]
+        if not matched:
+            return None
+        return Reach.PUBLIC_ADDRESSES if all(rule.subdomains for rule in matched) else Reach.ANY_ADDRESS
+
+    def allows(self, host: str, port: int) -> bool:
+        return self.reach(host, port) is not None

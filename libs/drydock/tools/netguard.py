@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import httpx
 
 from drydock.config import ToolSettings
+from drydock.infra import addresses
+from drydock.infra.addresses import IPAddress, non_public
 
 MAX_REDIRECTS = 5
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -31,7 +33,6 @@ _FRAMING = frozenset({"host", "content-length", "transfer-encoding", "connection
 _BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding", "transfer-encoding"})
 _DEFAULT_HEADERS = {"user-agent": "Drydock (coding agent)", "accept-encoding": "gzip, deflate"}
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
 """Answers the addresses of a host name (``host``, ``port``); raises :class:`FetchError`."""
 
@@ -56,13 +57,6 @@ class Fetched:
     """The body stopped at ``fetch_max_bytes``."""
 
 
-def _blocked(address: IPAddress) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    # is_global alone lets multicast through, and is_private misses shared space (100.64/10).
-    return not address.is_global or address.is_multicast or address.is_reserved or address.is_unspecified
-
-
 def _require_web(url: httpx.URL) -> None:
     if url.scheme not in _SCHEMES:
         raise Refused(f"refused {url}: only http and https URLs can be fetched")
@@ -72,17 +66,10 @@ def _require_web(url: httpx.URL) -> None:
 
 async def resolve(host: str, port: int) -> list[IPAddress]:
     """The system resolver's addresses for ``host``, in its order of preference."""
-    loop = asyncio.get_running_loop()
     try:
-        answers = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        return await addresses.resolve(host, port)
     except socket.gaierror as error:
         raise FetchError(f"could not resolve {host}: {error.strerror}") from None
-    addresses: list[IPAddress] = []
-    for answer in answers:
-        address = ipaddress.ip_address(str(answer[4][0]).split("%")[0])
-        if address not in addresses:
-            addresses.append(address)
-    return addresses
 
 
 async def _vetted_address(url: httpx.URL, resolver: Resolver) -> IPAddress:
@@ -93,7 +80,7 @@ async def _vetted_address(url: httpx.URL, resolver: Resolver) -> IPAddress:
     addresses = [literal] if literal is not None else await resolver(url.host, url.port or _port(url))
     if not addresses:
         raise FetchError(f"could not resolve {url.host}: no address")
-    blocked = sorted({str(address) for address in addresses if _blocked(address)})
+    blocked = sorted({str(address) for address in addresses if non_public(address)})
     if blocked:
         raise Refused(
             f"refused {url}: {url.host} resolves to a non-public address ({', '.join(blocked)}); "
