@@ -4,9 +4,10 @@ to a thread by the sandbox's grant. The hosts are loopback servers."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 
 import httpx
@@ -19,7 +20,8 @@ from structlog.testing import capture_logs
 from drydock.bus import Bus
 from drydock.config import Settings
 from drydock.credentials import GrantStore
-from drydock.infra.addresses import IPAddress
+from drydock.infra import addresses
+from drydock.infra.addresses import IPAddress, Resolver
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role
@@ -52,18 +54,28 @@ async def hosts() -> AsyncIterator[tuple[int, int]]:
     await unlisted.cleanup()
 
 
+ServeAllowing = Callable[..., contextlib.AbstractAsyncContextManager[Listening]]
+
+
 @pytest.fixture
-async def egress(
-    credential_settings: Settings,
-    hosts: tuple[int, int],
-    nats_client: NatsClient,
-    bus: Bus,
-    redis: Redis,
-    keys: Keys,
-) -> AsyncIterator[Listening]:
-    section = credential_settings.proxy.model_copy(update={"egress_allowlist": [f"127.0.0.1:{hosts[0]}"]})
-    settings = credential_settings.model_copy(update={"proxy": section})
-    async with serving(Runtime(settings, nats_client, bus, redis, keys)) as listening:
+def serve_allowing(
+    credential_settings: Settings, nats_client: NatsClient, bus: Bus, redis: Redis, keys: Keys
+) -> ServeAllowing:
+    """``serve_allowing(entries, resolver)``: the proxy with ``entries`` as its egress allowlist."""
+
+    def serve(
+        entries: list[str], resolver: Resolver = addresses.resolve
+    ) -> contextlib.AbstractAsyncContextManager[Listening]:
+        section = credential_settings.proxy.model_copy(update={"egress_allowlist": entries})
+        settings = credential_settings.model_copy(update={"proxy": section})
+        return serving(Runtime(settings, nats_client, bus, redis, keys), resolver=resolver)
+
+    return serve
+
+
+@pytest.fixture
+async def egress(serve_allowing: ServeAllowing, hosts: tuple[int, int]) -> AsyncIterator[Listening]:
+    async with serve_allowing([f"127.0.0.1:{hosts[0]}"]) as listening:
         yield listening
 
 
@@ -166,20 +178,11 @@ async def _names_of_this_machine(host: str, port: int) -> list[IPAddress]:
 
 
 @pytest.fixture
-async def wildcard_egress(
-    credential_settings: Settings,
-    hosts: tuple[int, int],
-    nats_client: NatsClient,
-    bus: Bus,
-    redis: Redis,
-    keys: Keys,
-) -> AsyncIterator[Listening]:
+async def wildcard_egress(serve_allowing: ServeAllowing, hosts: tuple[int, int]) -> AsyncIterator[Listening]:
     """The listed site allowed by a wildcard (``*.example.test``) and by name (``localhost``)."""
-    entries = [f"*.example.test:{hosts[0]}", f"localhost:{hosts[0]}"]
-    section = credential_settings.proxy.model_copy(update={"egress_allowlist": entries})
-    settings = credential_settings.model_copy(update={"proxy": section})
-    runtime = Runtime(settings, nats_client, bus, redis, keys)
-    async with serving(runtime, resolver=_names_of_this_machine) as listening:
+    async with serve_allowing(
+        [f"*.example.test:{hosts[0]}", f"localhost:{hosts[0]}"], _names_of_this_machine
+    ) as listening:
         yield listening
 
 
