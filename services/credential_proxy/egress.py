@@ -207,12 +207,13 @@ class EgressProxy:
 
 async def _open_first(candidates: list[IPAddress], port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """A connection to the first of ``candidates`` that accepts one, in the resolver's order."""
-    if not candidates:
-        raise OSError("the name has no address")
-    for address in candidates[:-1]:
-        with contextlib.suppress(OSError):
+    failure = OSError("the name has no address")
+    for address in candidates:
+        try:
             return await asyncio.open_connection(str(address), port, limit=CHUNK)
-    return await asyncio.open_connection(str(candidates[-1]), port, limit=CHUNK)
+        except OSError as error:
+            failure = error
+    raise failure
 
 
 def _origin_form(head: _Head) -> bytes:

@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import ipaddress
 import socket
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import httpx
 
 from drydock.config import ToolSettings
 from drydock.infra import addresses
-from drydock.infra.addresses import IPAddress, non_public
+from drydock.infra.addresses import IPAddress, Resolver, non_public
 
 MAX_REDIRECTS = 5
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -32,9 +31,6 @@ _FRAMING = frozenset({"host", "content-length", "transfer-encoding", "connection
 """Headers the client sets itself; a caller's Host would address another site than the one checked."""
 _BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding", "transfer-encoding"})
 _DEFAULT_HEADERS = {"user-agent": "Drydock (coding agent)", "accept-encoding": "gzip, deflate"}
-
-Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
-"""Answers the addresses of a host name (``host``, ``port``); raises :class:`FetchError`."""
 
 
 class FetchError(Exception):
@@ -65,7 +61,8 @@ def _require_web(url: httpx.URL) -> None:
 
 
 async def resolve(host: str, port: int) -> list[IPAddress]:
-    """The system resolver's addresses for ``host``, in its order of preference."""
+    """The system resolver's addresses for ``host``, in its order of preference;
+    :class:`FetchError` when it has none (the :data:`Resolver` the guard uses unless given one)."""
     try:
         return await addresses.resolve(host, port)
     except socket.gaierror as error:
@@ -73,21 +70,18 @@ async def resolve(host: str, port: int) -> list[IPAddress]:
 
 
 async def _vetted_address(url: httpx.URL, resolver: Resolver) -> IPAddress:
-    try:
-        literal: IPAddress | None = ipaddress.ip_address(url.host)
-    except ValueError:
-        literal = None
-    addresses = [literal] if literal is not None else await resolver(url.host, url.port or _port(url))
-    if not addresses:
+    literal = addresses.literal(url.host)
+    found = [literal] if literal is not None else await resolver(url.host, url.port or _port(url))
+    if not found:
         raise FetchError(f"could not resolve {url.host}: no address")
-    blocked = sorted({str(address) for address in addresses if non_public(address)})
+    blocked = sorted({str(address) for address in found if non_public(address)})
     if blocked:
         raise Refused(
             f"refused {url}: {url.host} resolves to a non-public address ({', '.join(blocked)}); "
             "loopback, private, link-local and reserved networks are off limits "
             "(an administrator can allow them for development with DRYDOCK_TOOLS_ALLOW_PRIVATE_ADDRESSES)"
         )
-    return addresses[0]
+    return found[0]
 
 
 def _port(url: httpx.URL) -> int:
