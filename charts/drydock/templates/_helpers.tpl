@@ -225,13 +225,22 @@ app.kubernetes.io/component: {{ .name }}
 {{- end }}
 {{- end -}}
 
+{{/* Every enabled web service's host:port in the cluster, as JSON {"name": "host:port"}, for the helm tests. */}}
+{{- define "drydock.webAddresses" -}}
+{{- $addresses := dict -}}
+{{- range $name, $svc := .Values.services -}}
+{{- if and $svc.enabled (eq $svc.kind "web") -}}
+{{- $_ := set $addresses $name (printf "%s-%s.%s.svc.cluster.local:%v" (include "drydock.fullname" $) $name $.Release.Namespace $svc.port) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $addresses -}}
+{{- end -}}
+
 {{/* The /readyz URL of every enabled web service, space-separated, for the helm test. */}}
 {{- define "drydock.testReadyUrls" -}}
 {{- $urls := list -}}
-{{- range $name, $svc := .Values.services -}}
-{{- if and $svc.enabled (eq $svc.kind "web") -}}
-{{- $urls = append $urls (printf "http://%s-%s.%s.svc.cluster.local:%v/readyz" (include "drydock.fullname" $) $name $.Release.Namespace $svc.port) -}}
-{{- end -}}
+{{- range $name, $address := include "drydock.webAddresses" . | fromJson -}}
+{{- $urls = append $urls (printf "http://%s/readyz" $address) -}}
 {{- end -}}
 {{- join " " $urls -}}
 {{- end -}}
