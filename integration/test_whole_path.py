@@ -71,8 +71,6 @@ SNAPSHOT_ISSUE = 13
 WARM_ISSUE = 17
 PROBE_ISSUE = 19
 PROBE = Path(__file__).parent / "cluster" / "sandbox_probe.py"
-SANDBOX_USER = 1000
-"""The sandbox pods' ``runAsUser`` (the chart's default)."""
 
 
 @pytest.fixture(scope="module")
@@ -330,11 +328,14 @@ class TestWholePathOnPods:
         sandbox_id = await stage.sandbox_id(thread)
         assert sandbox_id is not None
         assert sandbox_id != sibling["metadata"]["name"]
+        [pod] = stage.sandbox_pods(f"drydock.dev/sandbox={sandbox_id}")
+        context = pod["spec"]["securityContext"]
         output = _tool_results(stage, marker)[-1]
         found = json.loads(next(line for line in output.splitlines() if line.startswith("{")))
 
         identity = found["identity"]
-        assert (identity["uid"], identity["gid"]) == (SANDBOX_USER, SANDBOX_USER)
+        assert (identity["uid"], identity["gid"]) == (context["runAsUser"], context["runAsGroup"])
+        assert identity["uid"] != 0
         assert (int(identity["CapEff"], 16), int(identity["CapPrm"], 16)) == (0, 0), identity
         assert identity["NoNewPrivs"] == "1", identity
         assert identity["Seccomp"] == "2", "a seccomp filter (RuntimeDefault) applies"
