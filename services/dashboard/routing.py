@@ -52,6 +52,10 @@ async def _guarded(handler: Handler, request: Request, gate: asyncio.Semaphore) 
             return await handler(request)
     except DashboardError as error:
         return error
+    except RequestValidationError as error:
+        # FastAPI's own answer echoes each refused input, which fails to encode for a body
+        # that is not UTF-8 or a string with a lone surrogate: the 422 became a 500.
+        return Invalid([FieldError(loc=list(e["loc"]), msg=str(e["msg"]), type=str(e["type"])) for e in error.errors()])
     except (BusUnavailable, RedisError, OSError) as error:
         return _lost(error, request)
 
@@ -85,10 +89,7 @@ def page_route(error_page: ErrorPage, gate: asyncio.Semaphore) -> type[APIRoute]
             handler = super().get_route_handler()
 
             async def route(request: Request) -> Response:
-                try:
-                    result = await _guarded(handler, request, gate)
-                except RequestValidationError as error:
-                    result = Invalid([FieldError(loc=list(e["loc"]), msg=str(e["msg"])) for e in error.errors()])
+                result = await _guarded(handler, request, gate)
                 if isinstance(result, NotSignedIn):
                     target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
                     result = RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)

@@ -24,7 +24,9 @@ async def served(site: Site) -> AsyncIterator[str]:
         yield server.base_url
 
 
-async def events(person: Person, url: str, count: int, headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
+async def events(
+    person: Person, url: str, count: int, headers: dict[str, str] | list[tuple[bytes, bytes]] | None = None
+) -> list[dict[str, Any]]:
     """The first ``count`` events of the stream at ``url`` (with their ``id`` and ``event`` lines)."""
     found: list[dict[str, Any]] = []
     current: dict[str, Any] = {}

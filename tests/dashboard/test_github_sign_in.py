@@ -206,9 +206,19 @@ class TestRefusals:
         client = flow.site.client()
         callback = await flow.authorize(client)
         assert (await client.get(callback)).status_code == 303
-        replay = await flow.site.client().get(callback)
+        replay = await client.get(callback)
         assert replay.status_code == 400
-        assert "expired or was already used" in replay.text
+        assert "expired, was already used" in replay.text
+
+    async def test_a_callback_signs_in_only_the_browser_that_began_it(self, flow: SignInFlow) -> None:
+        # Someone begins a sign-in as themselves and sends its callback URL to another browser:
+        # opening it there must not sign that browser in as them.
+        callback = await flow.authorize(flow.site.client(), login="mallory")
+        victim = flow.site.client()
+        answer = await victim.get(callback)
+        assert answer.status_code == 400
+        assert "begun in another browser" in answer.text
+        assert (await victim.get("/api/v1/me")).status_code == 401
 
     async def test_an_unknown_state_is_refused(self, flow: SignInFlow) -> None:
         answer = await flow.site.client().get("/auth/github/callback?code=abc&state=forged")

@@ -35,7 +35,9 @@ async def site(site_factory: SiteFactory, provider: FakeOidc) -> Site:
     )
 
 
-async def sign_in(site: Site) -> tuple[httpx.AsyncClient, httpx.Response]:
+async def sign_in(site: Site, *, back_in: httpx.AsyncClient | None = None) -> tuple[httpx.AsyncClient, httpx.Response]:
+    """Begin a sign-in in one browser and come back from the provider in ``back_in`` (the same
+    browser unless given)."""
     client = site.client()
     start = await client.get("/auth/oidc?next=/profile")
     assert start.status_code == 302
@@ -45,6 +47,7 @@ async def sign_in(site: Site) -> tuple[httpx.AsyncClient, httpx.Response]:
     async with httpx.AsyncClient() as browser:
         back = await browser.get(start.headers["location"])
     assert back.status_code in {302, 307}
+    client = back_in or client
     return client, await client.get(back.headers["location"].removeprefix(PUBLIC_URL))
 
 
@@ -57,6 +60,13 @@ class TestOidc:
         me = (await client.get("/api/v1/me")).json()
         assert (me["login"], me["name"], me["provider"], me["admin"]) == ("grace", "Grace Hopper", "oidc", False)
         assert me["user_id"].startswith("oidc-")
+
+    async def test_a_callback_opened_in_another_browser_signs_nobody_in(self, site: Site, provider: FakeOidc) -> None:
+        provider.person = {"sub": "u-66", "preferred_username": "mallory"}
+        victim, answer = await sign_in(site, back_in=site.client())
+        assert answer.status_code == 400
+        assert "begun in another browser" in answer.text
+        assert (await victim.get("/api/v1/me")).status_code == 401
 
     async def test_the_same_subject_is_the_same_user(self, site: Site, provider: FakeOidc) -> None:
         provider.person = {"sub": "u-17", "preferred_username": "grace"}

@@ -30,6 +30,8 @@ async def record(
 
 class TestUsageApi:
     async def test_spend_and_runs_per_day_by_repository(self, site: Site) -> None:
+        await site.enable()
+        await site.enable("acme/gadgets")
         ada = await site.sign_in("ada")
         big, small = str(uuid.uuid4()), str(uuid.uuid4())
         await site.thread(big, owner=ada.user_id)
@@ -97,6 +99,39 @@ class TestUsageApi:
         assert "$3.00 of $4.00" in page
         assert "(75%)" in page
 
+    async def test_what_a_member_may_not_see_is_shown_without_names(self, site: Site) -> None:
+        await site.enable()
+        await site.accounts.save_team(TeamDefaults(budgets=TeamBudgets(active_runs=3)))
+        await site.accounts.save_repository(
+            RepositorySettings(full_name="acme/merger", budgets=RepositoryBudgets(repository_day_usd=10.0))
+        )
+        bob = await site.session("gh-2", "bob", repositories=(REPOSITORY_NAME,))
+        secret, own = str(uuid.uuid4()), str(uuid.uuid4())
+        await site.thread(secret, owner="gh-3", repository="acme/merger")
+        await site.thread(own, owner=bob.user_id, repository="acme/merger")
+        await record(site, thread=secret, repository="acme/merger", user="gh-3", model="gpt-5.1", cost=3.0)
+        await record(site, thread=own, repository="acme/merger", user=bob.user_id, model="gpt-5.1", cost=2.0)
+        await record(site, thread="w", repository=REPOSITORY_NAME, user=bob.user_id, model="gpt-5.1", cost=1.0)
+
+        report = (await bob.get("/api/v1/usage")).json()
+        members = {member["label"]: member["total"]["cost_usd"] for member in report["members"]}
+        assert members == {"repositories you cannot see": 5.0, REPOSITORY_NAME: 1.0}
+        threads = {row["thread_id"]: row for row in report["threads"]}
+        assert (threads[secret]["title"], threads[secret]["repository"], threads[secret]["visible"]) == (
+            "a thread you cannot see", None, False,
+        )  # fmt: skip
+        assert (threads[own]["title"], threads[own]["visible"]) == ("acme/merger#7", True)
+        assert [budget["limit"] for budget in report["budgets"]] == ["runs at once in the team"]
+        page = (await bob.get("/usage")).text
+        assert "a thread you cannot see" in page
+        assert f'href="/threads/{secret}"' not in page
+
+        admin = await site.session("gh-1", "root", admin=True)
+        report = (await admin.get("/api/v1/usage")).json()
+        assert {member["label"] for member in report["members"]} == {"acme/merger", REPOSITORY_NAME}
+        assert all(row["visible"] for row in report["threads"])
+        assert len(report["budgets"]) == 2
+
     async def test_an_unknown_grouping_is_a_422(self, site: Site) -> None:
         ada = await site.sign_in("ada")
         answer = await ada.get("/api/v1/usage", params={"by": "colour"})
@@ -108,7 +143,7 @@ class TestUsageApi:
 
 class TestUsageChart:
     async def test_the_page_draws_the_days_as_svg(self, site: Site) -> None:
-        ada = await site.sign_in("ada")
+        ada = await site.sign_in("ada", admin=True)
         await record(site, thread="t1", repository=REPOSITORY_NAME, user=ada.user_id, model="gpt-5.1", cost=1.0)
         await record(site, thread="t2", repository="acme/<gadgets>", user=ada.user_id, model="gpt-5.1", cost=2.0)
         page = await ada.get("/usage", params={"days": 7})

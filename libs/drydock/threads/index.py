@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import AsyncIterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -223,6 +224,9 @@ class InvalidCursor(ValueError):
     """A cursor this index did not hand out."""
 
 
+_SCORE = re.compile(r"-?[0-9]{1,19}")
+
+
 def encode_cursor(score: str, thread_id: str) -> str:
     return base64.urlsafe_b64encode(f"{score}:{thread_id}".encode()).decode().rstrip("=")
 
@@ -231,10 +235,11 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         score, thread_id = raw.split(":", 1)
-        float(score)
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise InvalidCursor("not a cursor this list handed out") from None
-    if not thread_id:
+    # Scores are epoch milliseconds; anything else Python reads as a number (nan, 1_000, "١")
+    # Redis refuses, which would look like an outage.
+    if not thread_id or not _SCORE.fullmatch(score):
         raise InvalidCursor("not a cursor this list handed out")
     return score, thread_id
 

@@ -83,3 +83,7 @@ class RepositoryAccess:
         if session.admin:
             return True
         return repository is not None and repository.lower() in await self.of(session)
+
+    async def may_see_thread(self, session: Session, owner: str | None, repository: str | None) -> bool:
+        """A thread is seen by its owner and by whoever may see its repository."""
+        return (owner is not None and owner == session.user_id) or await self.may_see(session, repository)

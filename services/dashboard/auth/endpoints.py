@@ -35,6 +35,7 @@ log = structlog.get_logger(__name__)
 
 DEV_LOGIN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,38}$"
 DEV_LOGIN_RULE = "a login is 1 to 39 letters, digits, '.', '_' or '-', starting with a letter or digit"
+ATTEMPT_GONE = "This sign-in expired, was already used or was begun in another browser. Sign in again."
 
 
 class Me(BaseModel):
@@ -131,7 +132,7 @@ def routers(dashboard: Dashboard, pages: Pages) -> list[APIRouter]:
     async def login_page(request: Request, next: str | None = None) -> Response:
         if await guard.optional(request) is not None:
             return RedirectResponse(local_path(next), status_code=303)
-        token = request.cookies.get(guard.login_cookie_name) or secrets.token_urlsafe(24)
+        token = guard.browser(request)
         response = pages.render(
             request, "login.html", error="", methods=_methods(dashboard), target=local_path(next), login_token=token
         )
@@ -139,12 +140,14 @@ def routers(dashboard: Dashboard, pages: Pages) -> list[APIRouter]:
         return response
 
     @site.get("/auth/github")
-    async def github_start(next: str | None = None) -> Response:
+    async def github_start(request: Request, next: str | None = None) -> Response:
         if dashboard.github is None:
             raise NotFound("GitHub sign-in is not configured")
-        verifier = pkce.verifier()
-        state = await dashboard.logins.start(provider="github", verifier=verifier, target=local_path(next))
-        return RedirectResponse(dashboard.github.authorize_url(state, pkce.challenge(verifier)), status_code=302)
+        verifier, browser = pkce.verifier(), guard.browser(request)
+        state = await dashboard.logins.start(browser, provider="github", verifier=verifier, target=local_path(next))
+        response = RedirectResponse(dashboard.github.authorize_url(state, pkce.challenge(verifier)), status_code=302)
+        guard.set_login_cookie(response, browser)
+        return response
 
     @site.get("/auth/github/callback")
     async def github_callback(
@@ -157,9 +160,9 @@ def routers(dashboard: Dashboard, pages: Pages) -> list[APIRouter]:
         github = dashboard.github
         if github is None:
             raise NotFound("GitHub sign-in is not configured")
-        attempt = await dashboard.logins.take(state)
+        attempt = await dashboard.logins.take(state, request.cookies.get(guard.login_cookie_name, ""))
         if attempt is None or attempt.get("provider") != "github":
-            return refused(request, "This sign-in expired or was already used. Sign in again.")
+            return refused(request, ATTEMPT_GONE)
         if error is not None or not code:
             return refused(request, f"GitHub did not sign you in: {error_description or error or 'no code'}.")
         try:
@@ -194,12 +197,16 @@ def routers(dashboard: Dashboard, pages: Pages) -> list[APIRouter]:
         return await signin.complete(identity, admin=admin, target=str(attempt["target"]))
 
     @site.get("/auth/oidc")
-    async def oidc_start(next: str | None = None) -> Response:
+    async def oidc_start(request: Request, next: str | None = None) -> Response:
         if dashboard.oidc is None:
             raise NotFound("OpenID Connect sign-in is not configured")
-        verifier, nonce = pkce.verifier(), secrets.token_urlsafe(24)
-        state = await dashboard.logins.start(provider="oidc", verifier=verifier, nonce=nonce, target=local_path(next))
-        return RedirectResponse(await dashboard.oidc.authorize_url(state, nonce, pkce.challenge(verifier)), 302)
+        verifier, nonce, browser = pkce.verifier(), secrets.token_urlsafe(24), guard.browser(request)
+        state = await dashboard.logins.start(
+            browser, provider="oidc", verifier=verifier, nonce=nonce, target=local_path(next)
+        )
+        response = RedirectResponse(await dashboard.oidc.authorize_url(state, nonce, pkce.challenge(verifier)), 302)
+        guard.set_login_cookie(response, browser)
+        return response
 
     @site.get("/auth/oidc/callback")
     async def oidc_callback(
@@ -208,9 +215,9 @@ def routers(dashboard: Dashboard, pages: Pages) -> list[APIRouter]:
         oidc = dashboard.oidc
         if oidc is None:
             raise NotFound("OpenID Connect sign-in is not configured")
-        attempt = await dashboard.logins.take(state)
+        attempt = await dashboard.logins.take(state, request.cookies.get(guard.login_cookie_name, ""))
         if attempt is None or attempt.get("provider") != "oidc":
-            return refused(request, "This sign-in expired or was already used. Sign in again.")
+            return refused(request, ATTEMPT_GONE)
         if error is not None or not code:
             return refused(request, f"The identity provider did not sign you in: {error or 'no code'}.")
         try:
@@ -242,7 +249,7 @@ def routers(dashboard: Dashboard, pages: Pages) -> list[APIRouter]:
                 errors={"login": DEV_LOGIN_RULE},
             )  # fmt: skip
         identity = UserIdentity(user_id=f"dev-{login.lower()}", provider="dev", login=login, name=login)
-        return await signin.complete(identity, admin=admin, target=next)
+        return await signin.complete(identity, admin=admin or signin.is_admin(login), target=next)
 
     @site.get("/auth/dev/link/{token}")
     async def dev_link(token: str, next: str = "/threads") -> Response:
@@ -252,7 +259,7 @@ def routers(dashboard: Dashboard, pages: Pages) -> list[APIRouter]:
         if link is None:
             raise Forbidden("this sign-in link is unknown, expired or already used; sign in on /login")
         identity = UserIdentity(user_id=f"dev-{link.login.lower()}", provider="dev", login=link.login, name=link.login)
-        return await signin.complete(identity, admin=link.admin, target=next)
+        return await signin.complete(identity, admin=link.admin or signin.is_admin(link.login), target=next)
 
     @site.post("/logout")
     async def logout(request: Request) -> Response:

@@ -8,6 +8,7 @@ dashboard's own is refused as well. Not signed in is 401; signed in but not allo
 """
 
 import hmac
+import secrets
 from dataclasses import dataclass
 from typing import Annotated
 from urllib.parse import urlsplit
@@ -127,8 +128,14 @@ class Guard:
             self.cookie_name, path="/", secure=self.settings.cookie_secure, httponly=True, samesite="lax"
         )
 
+    def browser(self, request: Request) -> str:
+        """The browser's pre-session token (its login cookie), or a new one to set with
+        :meth:`set_login_cookie`."""
+        return request.cookies.get(self.login_cookie_name) or secrets.token_urlsafe(24)
+
     def set_login_cookie(self, response: Response, value: str) -> None:
-        """The pre-session CSRF token of the sign-in forms (double submit)."""
+        """The browser's pre-session token: the sign-in forms' CSRF token (double submit), and
+        what ties a sign-in at GitHub or the identity provider to the browser that began it."""
         response.set_cookie(
             self.login_cookie_name,
             value,

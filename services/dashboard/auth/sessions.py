@@ -12,6 +12,7 @@ deletes them. A sign-in in progress (OAuth ``state``) is read once: taking it de
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import secrets
 from datetime import UTC, datetime, timedelta
@@ -110,23 +111,34 @@ class SessionStore:
 
 
 class LoginAttempts:
-    """Sign-ins in progress, by their OAuth ``state``."""
+    """Sign-ins in progress, by their OAuth ``state``, each tied to the browser that began it.
+
+    Without that tie, a callback URL from a sign-in someone began and left unfinished would sign
+    any browser that opens it in as them (a login CSRF): ``state`` only proves that Drydock
+    began the sign-in, not for whom."""
 
     def __init__(self, redis: Redis, keys: Keys) -> None:
         self._redis = redis
         self._keys = keys
 
-    async def start(self, **record: Any) -> str:
-        """Remember ``record`` (PKCE verifier, nonce, where to return) under a fresh ``state``."""
+    async def start(self, browser: str, **record: Any) -> str:
+        """Remember ``record`` (PKCE verifier, nonce, where to return) under a fresh ``state``,
+        for the browser whose pre-session token is ``browser``."""
         state = secrets.token_urlsafe(24)
-        await self._redis.set(
-            self._keys.login_attempt(state), json.dumps(record), px=int(LOGIN_TTL.total_seconds() * 1000)
-        )
+        stored = json.dumps({"record": record, "browser": _digest(browser)})
+        await self._redis.set(self._keys.login_attempt(state), stored, px=int(LOGIN_TTL.total_seconds() * 1000))
         return state
 
-    async def take(self, state: str) -> dict[str, Any] | None:
-        """The record of ``state``, once; ``None`` if unknown, expired or already used."""
+    async def take(self, state: str, browser: str) -> dict[str, Any] | None:
+        """The record of ``state``, once; ``None`` if unknown, expired, already used or begun
+        in another browser (it is used up then too)."""
         if not state or len(state) > 128:
             return None
         raw = cast(str | None, await self._redis.getdel(self._keys.login_attempt(state)))
-        return None if raw is None else cast(dict[str, Any], json.loads(raw))
+        if raw is None:
+            return None
+        stored = json.loads(raw)
+        if not hmac.compare_digest(str(stored.get("browser", "")), _digest(browser)):
+            log.warning("sign-in refused: its callback came to another browser than the one that began it")
+            return None
+        return cast(dict[str, Any], stored["record"])

@@ -19,6 +19,9 @@ from services.dashboard.usage import pages as usage_pages
 def router(dashboard: Dashboard, pages: Pages, threads: Threads) -> APIRouter:
     site = APIRouter(route_class=dashboard.page_route(pages.error), include_in_schema=False)
     kit = PageKit(dashboard, pages)
+    # The files are the package's own: looked up by name, a request's name never reaches the
+    # file system (where a name too long for it was an error, not a 404).
+    files = {path.name: path for path in STATIC.iterdir() if path.is_file() and path.suffix in STATIC_TYPES}
 
     @site.get("/")
     async def home() -> Response:
@@ -26,8 +29,8 @@ def router(dashboard: Dashboard, pages: Pages, threads: Threads) -> APIRouter:
 
     @site.get("/static/{name}")
     async def static(name: str) -> Response:
-        path = STATIC / name
-        if "/" in name or name.startswith(".") or not path.is_file() or path.suffix not in STATIC_TYPES:
+        path = files.get(name)
+        if path is None:
             raise NotFound("no such file")
         return FileResponse(path, media_type=STATIC_TYPES[path.suffix], headers={"Cache-Control": "max-age=300"})
 

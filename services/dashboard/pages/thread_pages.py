@@ -23,7 +23,7 @@ from services.dashboard.threads.diff_view import file_diffs
 from services.dashboard.threads.events import StoredEvent
 from services.dashboard.threads.schemas import ApprovalCreate, EventOut, ThreadCreate, ThreadDetail, ThreadSummary
 from services.dashboard.threads.service import Filters, Threads, as_of, changed_files, event_out
-from services.dashboard.threads.sse import EncodedEvents
+from services.dashboard.threads.sse import EncodedEvents, event_stream, start_after
 from services.dashboard.threads.timeline import END_TYPES, Run, shown, step_of, timeline
 
 SECTIONS = {
@@ -209,21 +209,11 @@ def routes(site: APIRouter, kit: PageKit, threads: Threads) -> None:
     async def thread_live(request: Request, thread_id: str, after: int = 0) -> Response:
         principal = await kit.signed_in(request)
         await threads.may_follow(principal, thread_id)
-        last_event_id = request.headers.get("last-event-id", "")
-        after = int(last_event_id) if last_event_id.isdigit() else max(after, 0)
+        start = start_after(after, request.headers.get("last-event-id"))
         heartbeat = dashboard.settings.dashboard.event_heartbeat.total_seconds()
         lifetime = dashboard.settings.dashboard.event_stream_lifetime.total_seconds()
-
-        async def body() -> AsyncIterator[str]:
-            yield "retry: 1000\n\n"
-            async for stored in threads.live.follow(thread_id, after=after, heartbeat=heartbeat, lifetime=lifetime):
-                if stored is None:
-                    yield ": keep-alive\n\n"
-                    continue
-                yield encoded(stored)
-
-        return StreamingResponse(
-            body(), media_type="text/event-stream", headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        return event_stream(
+            threads.live.follow(thread_id, after=start, heartbeat=heartbeat, lifetime=lifetime), encoded
         )
 
     def fragment(stored: StoredEvent) -> str:

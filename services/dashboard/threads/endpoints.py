@@ -1,7 +1,6 @@
 """``/api/v1/threads``: list, read, start, follow up, stop, approve, and the live event stream."""
 
 import json
-from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query
@@ -23,7 +22,7 @@ from services.dashboard.threads.schemas import (
     ThreadSummary,
 )
 from services.dashboard.threads.service import Filters, Threads
-from services.dashboard.threads.sse import EncodedEvents
+from services.dashboard.threads.sse import LAST_SEQUENCE, EncodedEvents, event_stream, start_after
 
 STREAM_OPERATION = "follow_thread_events"
 
@@ -98,23 +97,13 @@ def router(dashboard: Dashboard, threads: Threads) -> APIRouter:
     async def follow_events(
         principal: Reader,
         thread_id: str,
-        after: Annotated[int, Query(ge=0, description="Start after this event sequence.")] = 0,
+        after: Annotated[int, Query(ge=0, le=LAST_SEQUENCE, description="Start after this event sequence.")] = 0,
         last_event_id: Annotated[str | None, Header()] = None,
     ) -> StreamingResponse:
         await threads.may_follow(principal, thread_id)
-        if last_event_id is not None and last_event_id.isdigit():
-            after = int(last_event_id)
-
-        async def body() -> AsyncIterator[str]:
-            yield "retry: 1000\n\n"
-            async for stored in threads.live.follow(thread_id, after=after, heartbeat=heartbeat, lifetime=lifetime):
-                if stored is None:
-                    yield ": keep-alive\n\n"
-                    continue
-                yield encoded(stored)
-
-        return StreamingResponse(
-            body(), media_type="text/event-stream", headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        start = start_after(after, last_event_id)
+        return event_stream(
+            threads.live.follow(thread_id, after=start, heartbeat=heartbeat, lifetime=lifetime), encoded
         )
 
     return api

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 REPOSITORY = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
+
+
+def _written(text: str) -> str:
+    if not text.strip():
+        raise ValueError("it is blank: write what the agent should do")
+    return text
+
+
+Written = Annotated[str, Field(min_length=1, max_length=20_000), AfterValidator(_written)]
+"""Text for the agent: not blank."""
 
 
 class CheckOut(BaseModel):
@@ -125,7 +135,7 @@ class ThreadCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     repository: str = Field(max_length=200, description="owner/name; enabled for the coder.")
-    prompt: str = Field(min_length=1, max_length=20_000)
+    prompt: Written
     model: str | None = Field(
         default=None, max_length=100, description="This thread's model; null: yours or the team's."
     )
@@ -135,7 +145,7 @@ class ThreadCreate(BaseModel):
 class MessageCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    text: str = Field(min_length=1, max_length=20_000)
+    text: Written
 
 
 class Accepted(BaseModel):

@@ -182,9 +182,7 @@ class Threads:
         return Visibility(principal.user_id, await self._d.access.of(principal.session))
 
     async def _may_see(self, principal: Principal, thread: ThreadMetadata) -> bool:
-        if principal.admin or (thread.owner is not None and thread.owner == principal.user_id):
-            return True
-        return await self._d.access.may_see(principal.session, thread.repository)
+        return await self._d.access.may_see_thread(principal.session, thread.owner, thread.repository)
 
     async def visible(self, principal: Principal, thread_id: str) -> ThreadMetadata:
         """The thread's metadata; :class:`NotFound` or :class:`Forbidden`."""

@@ -23,6 +23,6 @@ def router(dashboard: Dashboard) -> APIRouter:
         by: Annotated[str, Query(max_length=20, description="repository, user or model")] = "repository",
         days: Annotated[int, Query(ge=1, le=366, description="Days up to today (UTC).")] = 14,
     ) -> UsageOut:
-        return await usage.report(by, days)
+        return await usage.report(principal, by, days)
 
     return api

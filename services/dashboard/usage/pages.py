@@ -16,7 +16,7 @@ def routes(site: APIRouter, kit: PageKit) -> None:
     @site.get("/usage")
     async def usage_page(request: Request, by: str = "repository", days: int = 14) -> Response:
         principal = await kit.signed_in(request)
-        report = await usage.report(by, days)
+        report = await usage.report(principal, by, days)
         return kit.render(
             request,
             "usage.html",

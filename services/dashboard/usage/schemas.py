@@ -49,6 +49,8 @@ class ThreadUsageOut(BaseModel):
     thread_id: str
     title: str
     repository: str | None
+    visible: bool = True
+    """False for a thread the reader may not see: its title and repository are left out."""
     total: TotalsOut
 
 
