@@ -267,6 +267,62 @@ class TestHostSecretsStayOutside:
         assert "HEAD" not in seen
 
 
+KERNEL_SETTINGS = """
+import os
+for path in ("/proc/sys/kernel/core_pattern", "/proc/sys/kernel/panic", "/proc/sys/vm/drop_caches"):
+    try:
+        os.close(os.open(path, os.O_WRONLY))
+        print(path, "WRITABLE")
+    except OSError as error:
+        print(path, error.strerror)
+"""
+
+DAEMON = """
+import ctypes, os
+def python_daemon(pid):
+    argv = open(f"/proc/{pid}/cmdline", "rb").read().split(bytes(1))
+    return b"drydock.sandbox.daemon" in argv and b"python" in argv[0]
+daemon = next(pid for pid in os.listdir("/proc") if pid.isdigit() and python_daemon(pid))
+def attempt(name, action):
+    try:
+        action()
+        print(name, "READ")
+    except OSError as error:
+        print(name, error.strerror)
+attempt("environ", lambda: open(f"/proc/{daemon}/environ", "rb").read())
+attempt("mem", lambda: open(f"/proc/{daemon}/mem", "rb").close())
+attempt("fd", lambda: open(f"/proc/{daemon}/fd/1", "ab").close())
+libc = ctypes.CDLL(None, use_errno=True)
+pidfd = os.pidfd_open(int(daemon))
+def steal():
+    if libc.syscall(438, pidfd, 3, 0) < 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+attempt("pidfd_getfd", steal)
+"""
+"""Reading the daemon's environment and memory, opening its standard output (a file on the host)
+and copying its listening socket with ``pidfd_getfd`` (syscall 438), as the commands it runs."""
+
+
+class TestTheHostKernelAndTheDaemonStayOutside:
+    async def test_the_kernel_s_settings_cannot_be_changed(self, sandbox: SandboxBackend) -> None:
+        # A worker running as root runs sandboxes as the host's uid 0 (without capabilities),
+        # which the kernel lets write /proc/sys: core_pattern would run a program as host root.
+        found = (await execute(sandbox, f"python3 -c '{KERNEL_SETTINGS}'")).splitlines()
+        assert len(found) == 3, found
+        assert not [line for line in found if line.endswith("WRITABLE")], found
+        if os.geteuid() == 0:
+            assert all(line.endswith("Read-only file system") for line in found), found
+
+    async def test_its_commands_cannot_read_or_rob_the_daemon(self, sandbox: SandboxBackend) -> None:
+        found = dict(line.split(" ", 1) for line in (await execute(sandbox, f"python3 -c '{DAEMON}'")).splitlines())
+        assert found == {
+            "environ": "Permission denied",
+            "mem": "Permission denied",
+            "fd": "Permission denied",
+            "pidfd_getfd": "Operation not permitted",
+        }
+
+
 class TestTheProxyStillServes:
     async def test_git_clone_and_push(self, sandbox: SandboxBackend, upstream: GitServer, tmp_path: Path) -> None:
         result = await sandbox.aexecute(

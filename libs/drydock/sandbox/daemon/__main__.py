@@ -19,7 +19,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
 import logging
+import os
 import shutil
 import socket
 import sys
@@ -29,6 +31,8 @@ from drydock.sandbox.daemon.app import DaemonConfig
 from drydock.sandbox.daemon.protocol import DEFAULT_PORT
 from drydock.sandbox.daemon.relay import Relay
 from drydock.sandbox.daemon.server import serve
+
+PR_SET_DUMPABLE = 4
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -55,6 +59,17 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _not_dumpable() -> None:
+    """Keep the commands, which run as the daemon's user, out of the daemon: a dumpable process
+    lets its own user read its memory (the token) and take its sockets (``/proc/PID/mem``,
+    ``pidfd_getfd``); a process that is not needs a capability the sandbox does not have."""
+    if sys.platform != "linux":
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise SystemExit(f"prctl(PR_SET_DUMPABLE) failed: {os.strerror(ctypes.get_errno())}")
+
+
 def _read_token(token_file: Path | None) -> str:
     if token_file is None:
         return sys.stdin.readline().strip()
@@ -66,6 +81,7 @@ def _read_token(token_file: Path | None) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     args = _arguments(argv)
+    _not_dumpable()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     token = _read_token(args.token_file)
     if not token:

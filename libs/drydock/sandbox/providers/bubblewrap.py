@@ -5,7 +5,10 @@ host's system directories, the configuration files in :data:`ETC_FILES` and the 
 the daemon read-only, and nothing else of the host's filesystem (no other home directories, no
 repository checkouts, no ``/etc/shadow`` or host keys, no sockets under ``/run``). It gets its own
 PID, IPC and UTS namespaces and a new session (no terminal injection); when the worker runs as
-root, every capability is dropped, so root inside cannot mount, trace or reconfigure the host.
+root, every capability is dropped, so root inside cannot mount or trace host processes. That
+root is still the host's uid 0, which the kernel lets write its settings under ``/proc/sys``
+without any capability (``kernel.core_pattern`` names a program the kernel then runs as root
+on the host): :data:`PROC_READ_ONLY` are bound read-only over the sandbox's ``/proc``.
 
 Network: a namespace of its own with only loopback, so no host port (Redis, NATS, the web port,
 another sandbox's daemon) and no other address is reachable. The credential proxy's socket
@@ -59,6 +62,10 @@ ETC_FILES = (
 the dynamic linker, users and groups, locale and shell defaults. Not secrets."""
 
 
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+"""The kernel's switches in ``/proc`` (where present), read-only inside, as container runtimes keep them."""
+
+
 def _system_mounts() -> list[str]:
     argv = ["--ro-bind", "/usr", "/usr"]
     for name in ETC_FILES:
@@ -87,7 +94,10 @@ def bubblewrap_argv(
     if os.geteuid() == 0:
         argv += ["--cap-drop", "ALL"]
     argv += ["--new-session", "--hostname", "sandbox", *_system_mounts()]
-    argv += ["--proc", "/proc", "--dev", "/dev"]
+    argv += ["--proc", "/proc"]
+    for path in PROC_READ_ONLY:
+        argv += ["--ro-bind-try", path, path]
+    argv += ["--dev", "/dev"]
     argv += ["--bind", str(workspace), WORKSPACE, "--bind", str(home), HOME, "--bind", str(tmp), TMP]
     argv += ["--ro-bind", str(proxy_sockets), PROXY_SOCKETS]
     # After the sandbox's own /tmp and home: a checkout or virtualenv under /tmp (as in a CI
