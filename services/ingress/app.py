@@ -3,6 +3,7 @@ standalone service (``drydock serve ingress``)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
@@ -12,6 +13,7 @@ from drydock.http import create_app, serve
 from drydock.infra.collector import freeze_startup_objects
 from drydock.runtime import Runtime
 from services.ingress.accept import Ingress
+from services.ingress.identities import learn_linear_agent, needs_linear_agent
 from services.ingress.webhooks import webhook_router
 
 
@@ -20,10 +22,15 @@ async def router(runtime: Runtime) -> AsyncIterator[APIRouter]:
     """The ingress's router factory (mounted by ``services.web.app``): the webhook endpoints on
     ``runtime``, and its clients closed and its last done marks written when the app stops."""
     ingress = Ingress.from_runtime(runtime)
+    learning = asyncio.create_task(learn_linear_agent(ingress)) if needs_linear_agent(ingress) else None
     freeze_startup_objects()
     try:
         yield webhook_router(ingress)
     finally:
+        if learning is not None:
+            learning.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await learning
         await ingress.aclose()
 
 

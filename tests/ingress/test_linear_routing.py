@@ -3,12 +3,18 @@ agent sessions (created and prompted), and what never triggers."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import socket
 import uuid
 
 from drydock.accounts import Provider
 from drydock.bus import Trigger
+from drydock.channels.outbound import Outbound
+from drydock.config import load_settings
 from drydock.roles import Role
 from drydock.threads import ids
+from services.ingress.identities import learn_linear_agent, needs_linear_agent
 from tests.fakes import linear as fake_linear
 from tests.fakes import signing
 from tests.ingress.conftest import LINEAR_SECRET, ORG, RunningIngress, StartIngress, link, trust
@@ -72,6 +78,44 @@ class TestComments:
             for payload in (by_app, by_agent):
                 assert (await running.send(signed(payload))).json()["status"] == "ignored"
             assert await running.stream_marks() == before
+
+    async def test_the_agent_is_learned_from_the_api_key_when_unset(
+        self, start_ingress: StartIngress, repo: str
+    ) -> None:
+        # The API key's owner linked their Linear account: the agent's own comments, written
+        # as that owner, would otherwise wake the coder again and again.
+        async with fake_linear.FakeLinear() as linear:
+            settings = load_settings(linear={"api_key": linear.state.api_key, "api_url": linear.api_url})
+            outbound = Outbound.from_settings(settings)
+            async with start_ingress(outbound=outbound) as running:
+                await arrange(running, repo)
+                await link(running, Provider.LINEAR, fake_linear.AGENT_USER, "user-ada")
+                assert needs_linear_agent(running.ingress)
+                await asyncio.wait_for(learn_linear_agent(running.ingress), 10)
+                assert not needs_linear_agent(running.ingress)
+                issue = new_issue()
+                await running.send(signed(fake_linear.comment_created(issue, f"@drydock go repo:{ORG}/{repo}")))
+                own = fake_linear.comment_created(issue, "👀 On it.", user_id=fake_linear.AGENT_USER)
+                answer = await running.send(signed(own))
+                assert answer.json() == {"status": "ignored", "reason": "the agent's own comment"}
+                assert len(await running.inbox(thread_of(issue))) == 1
+            await outbound.aclose()
+
+    async def test_an_unanswering_linear_is_asked_again(self, start_ingress: StartIngress) -> None:
+        with socket.socket() as bound:
+            # Bound and never listening: every connection is refused.
+            bound.bind(("127.0.0.1", 0))
+            url = f"http://127.0.0.1:{bound.getsockname()[1]}/graphql"
+            outbound = Outbound.from_settings(load_settings(linear={"api_key": "lin_api_x", "api_url": url}))
+            async with start_ingress(outbound=outbound) as running:
+                learning = asyncio.create_task(learn_linear_agent(running.ingress, retry=0.05))
+                await asyncio.sleep(0.5)
+                assert not learning.done()
+                assert needs_linear_agent(running.ingress)
+                learning.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await learning
+            await outbound.aclose()
 
     async def test_other_event_types_are_ignored(self, start_ingress: StartIngress) -> None:
         async with start_ingress() as running:

@@ -41,6 +41,8 @@ mutation AgentActivityCreate($input: AgentActivityCreateInput!) {
 """
 
 
+VIEWER_QUERY = "query Viewer { viewer { id } }"
+
 ISSUE_STATES_QUERY = """
 query IssueStates($id: String!) {
   issue(id: $id) {
@@ -138,6 +140,13 @@ class LinearClient:
         if not isinstance(data, dict):
             raise OutboundFailed(f"Linear answered without data {doing}", status=response.status_code)
         return data
+
+    async def viewer_id(self) -> str:
+        """The id of the Linear user this client acts as (the API key's owner or the OAuth app's user)."""
+        viewer = (await self._execute(VIEWER_QUERY, {}, "asking who the API key is")).get("viewer")
+        if not isinstance(viewer, dict) or not isinstance(viewer.get("id"), str) or not viewer["id"]:
+            raise OutboundFailed("Linear answered without the viewer's id")
+        return str(viewer["id"])
 
     async def issue(self, issue_id: str) -> LinearIssue:
         """The issue with its (first hundred) comments, oldest first."""
