@@ -3,18 +3,25 @@ through it (their async variants), and the synchronous ones refuse."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import gzip
+import socket
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from aiohttp import web
 from deepagents.middleware.filesystem import FilesystemMiddleware
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
 from drydock.sandbox.backend import SandboxBackend
-from drydock.sandbox.errors import SandboxUnavailable
+from drydock.sandbox.errors import SandboxBusy, SandboxUnavailable
+from drydock.sandbox.handle import Isolation, SandboxHandle
 from drydock.sandbox.providers.local import LocalProvider
 
 
@@ -112,3 +119,156 @@ async def test_environment_and_use_hook_apply_to_every_command(sandbox: SandboxB
     overridden = await sandbox.run('echo "$GH_TOKEN"', env={"GH_TOKEN": "other"})
     assert overridden.output == "other\n"
     assert len(uses) == 2
+
+
+class Reply:
+    """One answer of a :class:`HostileDaemon`, counting the body bytes it got out."""
+
+    def __init__(self, request: web.Request, response: web.StreamResponse) -> None:
+        self.request = request
+        self.response = response
+        self.sent = 0
+
+    async def start(self, *, status: int = 200, length: int | None = None) -> None:
+        self.response.set_status(status)
+        if length is None:
+            self.response.enable_chunked_encoding()
+        else:
+            self.response.content_length = length
+        await self.response.prepare(self.request)
+
+    async def write(self, data: bytes) -> None:
+        await self.response.write(data)
+        self.sent += len(data)
+
+
+Answer = Callable[[Reply], Awaitable[None]]
+
+
+class HostileDaemon:
+    """Whatever took over a daemon's port: an aiohttp server answering every request with
+    ``answer``, which counts the body bytes it got out before the backend hung up."""
+
+    def __init__(self, answer: Answer, **headers: str) -> None:
+        self.answer = answer
+        self.headers = headers
+        self.sent = 0
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        await request.read()
+        reply = Reply(request, web.StreamResponse(headers={"Content-Type": "application/json", **self.headers}))
+        try:
+            await self.answer(reply)
+        except ConnectionError:
+            pass
+        finally:
+            self.sent += reply.sent
+        return reply.response
+
+    @contextlib.asynccontextmanager
+    async def serving(self, **options: Any) -> AsyncIterator[SandboxBackend]:
+        app = web.Application()
+        app.router.add_route("*", "/{path:.*}", self.handle)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        listener = socket.create_server(("127.0.0.1", 0))
+        site = web.SockSite(runner, listener)
+        await site.start()
+        handle = SandboxHandle(
+            id="sbx-hostile",
+            provider="test",
+            thread_id="t",
+            base_url=f"http://127.0.0.1:{listener.getsockname()[1]}",
+            token="token",
+            workspace="/workspace",
+            created_at=datetime.now(UTC),
+            isolation=Isolation.NONE,
+        )
+        backend = SandboxBackend(handle, **options)
+        try:
+            yield backend
+        finally:
+            await backend.aclose()
+            await runner.cleanup()
+
+
+HUGE = 256 * 1024 * 1024
+EXEC_ANSWER = b'{"exit_code": 0, "truncated": false, "timed_out": false, "duration_ms": 1, "output": "'
+
+
+async def flood(reply: Reply) -> None:
+    await reply.write(EXEC_ANSWER)
+    chunk = b"A" * (1024 * 1024)
+    for _ in range(HUGE // len(chunk)):
+        await reply.write(chunk)
+    await reply.write(b'"}')
+
+
+async def declared_flood(reply: Reply) -> None:
+    await reply.start(length=len(EXEC_ANSWER) + HUGE + 2)
+    await flood(reply)
+
+
+async def chunked_flood(reply: Reply) -> None:
+    await reply.start()
+    await flood(reply)
+
+
+async def drip(reply: Reply) -> None:
+    await reply.start(length=1000)
+    for _ in range(1000):
+        await reply.write(b" ")
+        await asyncio.sleep(0.2)
+
+
+class TestAnswersFromWhateverHoldsTheDaemonsPort:
+    """Code in the sandbox can answer on its daemon's port: the worker reads at most what the
+    request can bring back, within a deadline, and fails with ``SandboxUnavailable``."""
+
+    @pytest.mark.parametrize("answer", [declared_flood, chunked_flood], ids=["content-length", "chunked"])
+    async def test_an_exec_answer_beyond_the_output_cap_is_refused(self, answer: Answer) -> None:
+        hostile = HostileDaemon(answer)
+        async with hostile.serving() as backend, asyncio.timeout(30):
+            with pytest.raises(SandboxUnavailable, match="sbx-hostile: /exec answered more than"):
+                await backend.run("true", time_limit=1)
+        # The output cap is 1 MiB; what the sockets' buffers took besides is far below the flood.
+        assert hostile.sent < 64 * 1024 * 1024
+
+    async def test_a_download_answer_beyond_its_files_limits_is_refused(self) -> None:
+        hostile = HostileDaemon(chunked_flood)
+        async with hostile.serving(max_file_bytes=1024) as backend:
+            with pytest.raises(SandboxUnavailable, match="sbx-hostile: /files/download answered more than"):
+                await backend.adownload_files(["a", "b"])
+        assert hostile.sent < 64 * 1024 * 1024
+
+    async def test_a_health_answer_of_more_than_a_health_document_is_refused(self) -> None:
+        hostile = HostileDaemon(chunked_flood)
+        async with hostile.serving(health_timeout=30) as backend:
+            with pytest.raises(SandboxUnavailable, match="sbx-hostile: /health answered more than"):
+                await backend.health()
+        assert hostile.sent < 64 * 1024 * 1024
+
+    async def test_a_dripping_answer_ends_at_the_time_limit_and_the_margin(self) -> None:
+        async with HostileDaemon(drip).serving(answer_margin=1) as backend, asyncio.timeout(20):
+            with pytest.raises(SandboxUnavailable, match="sbx-hostile: /exec got no whole answer within 2 s"):
+                await backend.run("true", time_limit=1)
+
+    async def test_a_compressed_answer_is_not_inflated(self) -> None:
+        bomb = gzip.compress(EXEC_ANSWER + b"A" * HUGE + b'"}')
+
+        async def compressed(reply: Reply) -> None:
+            await reply.start(length=len(bomb))
+            await reply.write(bomb)
+
+        async with HostileDaemon(compressed, **{"Content-Encoding": "gzip"}).serving() as backend:
+            with pytest.raises(SandboxUnavailable, match="sbx-hostile: /exec answered what is not JSON"):
+                await backend.run("true", time_limit=1)
+
+    async def test_a_busy_answer_with_a_nonsense_retry_after_is_retried(self) -> None:
+        async def busy(reply: Reply) -> None:
+            await reply.start(status=429)
+            await reply.write(b'{"error": "too many commands"}')
+
+        async with HostileDaemon(busy, **{"Retry-After": "soon"}).serving() as backend:
+            with pytest.raises(SandboxBusy, match="too many commands"):
+                await backend.run("true", time_limit=1)

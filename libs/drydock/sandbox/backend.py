@@ -46,6 +46,12 @@ class SandboxBackend(BaseSandbox):
     grant's placeholders there); ``on_use`` is awaited after every command (the lifecycle
     manager records the sandbox's use with it). A daemon that is busy (429) is retried ``busy_retries`` times
     before :class:`SandboxBusy`; an unreachable daemon raises :class:`SandboxUnavailable`.
+
+    Code in the sandbox can take over its daemon's port, so every answer is read as untrusted:
+    at most the bytes the request can legitimately bring back (from ``output_cap`` and
+    ``max_file_bytes``, the limits the daemon was started with), and within a deadline (a
+    command's time limit plus ``answer_margin`` seconds, ``transfer_timeout`` for file transfers,
+    ``health_timeout`` for the health check). Anything else raises :class:`SandboxUnavailable`.
     """
 
     def __init__(
@@ -57,6 +63,10 @@ class SandboxBackend(BaseSandbox):
         busy_retries: int = 5,
         connect_timeout: float = 5.0,
         health_timeout: float = 2.0,
+        answer_margin: float = 30.0,
+        transfer_timeout: float = 120.0,
+        output_cap: int = 1024 * 1024,
+        max_file_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self.handle = handle
         self.environment: dict[str, str] = {}
@@ -66,6 +76,10 @@ class SandboxBackend(BaseSandbox):
         self._busy_retries = busy_retries
         self._connect_timeout = connect_timeout
         self._health_timeout = health_timeout
+        self._answer_margin = answer_margin
+        self._transfer_timeout = transfer_timeout
+        self._output_cap = output_cap
+        self._max_file_bytes = max_file_bytes
         self._session: aiohttp.ClientSession | None = None
 
     @property
@@ -83,38 +97,57 @@ class SandboxBackend(BaseSandbox):
             self._session = daemon_session(self.handle)
         return self._session
 
-    def _timeout(self, read_timeout: float) -> aiohttp.ClientTimeout:
-        return aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout, sock_read=read_timeout)
+    async def _request(
+        self, method: str, path: str, *, deadline: float, cap: int, **options: Any
+    ) -> tuple[int, str, bytes]:
+        """The status, ``Retry-After`` and body of one request, the body read up to ``cap`` bytes."""
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout)
+        try:
+            async with asyncio.timeout(deadline):
+                async with self._http().request(method, path, timeout=timeout, **options) as response:
+                    if response.content_length is not None and response.content_length > cap:
+                        raise SandboxUnavailable(self._oversized(path, cap))
+                    chunks: list[bytes] = []
+                    size = 0
+                    async for chunk in response.content.iter_any():
+                        size += len(chunk)
+                        if size > cap:
+                            raise SandboxUnavailable(self._oversized(path, cap))
+                        chunks.append(chunk)
+                    return response.status, response.headers.get("Retry-After", "1"), b"".join(chunks)
+        except TimeoutError as error:
+            raise SandboxUnavailable(f"sandbox {self.id}: {path} got no whole answer within {deadline:g} s") from error
+        except aiohttp.ClientError as error:
+            raise SandboxUnavailable(f"sandbox {self.id}: {path} failed: {error!r}") from error
 
-    async def _post(self, path: str, body: Mapping[str, Any], *, read_timeout: float) -> Any:
+    def _oversized(self, path: str, cap: int) -> str:
+        return f"sandbox {self.id}: {path} answered more than the {cap} bytes this request can bring back"
+
+    def _json(self, path: str, raw: bytes) -> Any:
+        try:
+            return json.loads(raw)
+        except ValueError as error:
+            raise SandboxUnavailable(f"sandbox {self.id}: {path} answered what is not JSON") from error
+
+    async def _post(self, path: str, body: Mapping[str, Any], *, deadline: float, cap: int) -> Any:
         for attempt in range(self._busy_retries + 1):
-            try:
-                async with self._http().post(path, json=body, timeout=self._timeout(read_timeout)) as response:
-                    status, raw = response.status, await response.read()
-                    retry_after = response.headers.get("Retry-After", "1")
-            except (aiohttp.ClientError, TimeoutError) as error:
-                raise SandboxUnavailable(f"sandbox {self.id}: {path} failed: {error!r}") from error
+            status, retry_after, raw = await self._request("POST", path, deadline=deadline, cap=cap, json=body)
             if status == 429 and attempt < self._busy_retries:
-                await asyncio.sleep(min(float(retry_after), 0.05 * 2**attempt))
+                await asyncio.sleep(min(0.05 * 2**attempt, _seconds(retry_after)))
                 continue
             if status == 429:
                 raise SandboxBusy(f"sandbox {self.id}: {_error_text(raw)}")
             if status != 200:
                 raise SandboxUnavailable(f"sandbox {self.id}: {path} answered {status}: {_error_text(raw)}")
-            return json.loads(raw)
+            return self._json(path, raw)
         raise AssertionError("unreachable")
 
     async def health(self) -> dict[str, Any]:
         """The daemon's health document; :class:`SandboxUnavailable` if it does not answer ok."""
-        try:
-            timeout = aiohttp.ClientTimeout(total=self._health_timeout)
-            async with self._http().get(protocol.HEALTH, timeout=timeout) as response:
-                status, raw = response.status, await response.read()
-        except (aiohttp.ClientError, TimeoutError) as error:
-            raise SandboxUnavailable(f"sandbox {self.id}: health check failed: {error!r}") from error
+        status, _, raw = await self._request("GET", protocol.HEALTH, deadline=self._health_timeout, cap=_HEALTH_CAP)
         if status != 200:
             raise SandboxUnavailable(f"sandbox {self.id}: health answered {status}: {_error_text(raw)}")
-        document: dict[str, Any] = json.loads(raw)
+        document: dict[str, Any] = self._json(protocol.HEALTH, raw)
         return document
 
     async def is_healthy(self) -> bool:
@@ -141,7 +174,8 @@ class SandboxBackend(BaseSandbox):
             body["cwd"] = cwd
         if output_cap is not None:
             body["output_cap"] = output_cap
-        answer = await self._post(protocol.EXEC, body, read_timeout=limit + 30.0)
+        cap = _answer_cap(self._output_cap if output_cap is None else output_cap)
+        answer = await self._post(protocol.EXEC, body, deadline=limit + self._answer_margin, cap=cap)
         if self.on_use is not None:
             await self.on_use()
         return CommandResult(
@@ -169,11 +203,13 @@ class SandboxBackend(BaseSandbox):
 
     async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
         body = {"files": [{"path": path, "content_b64": base64.b64encode(content).decode()} for path, content in files]}
-        answer = await self._post(protocol.UPLOAD, body, read_timeout=120.0)
+        cap = sum(_per_file_cap(path, 0) for path, _ in files) + _OVERHEAD
+        answer = await self._post(protocol.UPLOAD, body, deadline=self._transfer_timeout, cap=cap)
         return [FileUploadResponse(path=item["path"], error=item["error"]) for item in answer["results"]]
 
     async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
-        answer = await self._post(protocol.DOWNLOAD, {"paths": paths}, read_timeout=120.0)
+        cap = sum(_per_file_cap(path, self._max_file_bytes) for path in paths) + _OVERHEAD
+        answer = await self._post(protocol.DOWNLOAD, {"paths": paths}, deadline=self._transfer_timeout, cap=cap)
         return [
             FileDownloadResponse(
                 path=item["path"],
@@ -201,6 +237,29 @@ class SandboxBackend(BaseSandbox):
 
     def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
         raise NotImplementedError(_ASYNC_ONLY)
+
+
+_OVERHEAD = 4096
+_HEALTH_CAP = 64 * 1024
+
+
+def _answer_cap(output_cap: int) -> int:
+    # The daemon's JSON escapes each byte of output into at most six (a control byte or an
+    # invalid one, read as U+FFFD, becomes \uXXXX).
+    return 6 * output_cap + _OVERHEAD
+
+
+def _per_file_cap(path: str, max_file_bytes: int) -> int:
+    """The most one file's entry in a transfer's answer can take: its content in base64, its
+    path echoed back and an error message."""
+    return 4 * -(-max_file_bytes // 3) + 2 * len(json.dumps(path)) + _OVERHEAD
+
+
+def _seconds(retry_after: str) -> float:
+    try:
+        return float(retry_after)
+    except ValueError:
+        return 1.0
 
 
 def _error_text(raw: bytes) -> str:

@@ -32,7 +32,10 @@ def daemon_client(handle: SandboxHandle, *, timeout: httpx.Timeout | float | Non
 def daemon_session(handle: SandboxHandle) -> aiohttp.ClientSession:
     """An aiohttp session with ``handle``'s daemon, authenticated with its token; make it inside
     the event loop that uses it, and close it."""
+    # The daemon never compresses, and a compressed answer from whatever took over its port
+    # would be inflated before the backend could count its bytes.
     return aiohttp.ClientSession(
+        auto_decompress=False,
         base_url=handle.base_url,
         headers={"Authorization": f"Bearer {handle.token}"},
         connector=aiohttp.TCPConnector(ssl=client_context()),

@@ -374,6 +374,7 @@ class SandboxManager:
             default_timeout=self.settings.exec_timeout.total_seconds(),
             max_timeout=self.settings.max_exec_timeout.total_seconds(),
             health_timeout=self.settings.health_timeout.total_seconds(),
+            output_cap=self.settings.output_cap,
         )
         backend.on_use = self._toucher(handle.id)
         return backend
