@@ -8,6 +8,7 @@ they created. The Kubernetes provider reuses these tests unchanged.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -158,6 +159,19 @@ class ProviderContract:
             (None, "is_directory"),
             ("grüße\n".encode(), None),
         ]
+
+    async def test_files_that_are_not_regular_files_are_refused_at_once(self, sandbox: SandboxBackend) -> None:
+        made = await sandbox.run("mkdir -p special && mkfifo special/fifo && echo kept > special/kept.txt")
+        assert made.exit_code == 0, made.output
+        # More calls than the daemon has threads for file transfers: none of them may wait for
+        # the FIFO's other end.
+        async with asyncio.timeout(30):
+            downloads = await asyncio.gather(*(sandbox.adownload_files(["special/fifo"]) for _ in range(40)))
+            uploads = await sandbox.aupload_files([("special/fifo", b"written")])
+            after = await sandbox.adownload_files(["special/kept.txt"])
+        assert {(item.content, item.error) for [item] in downloads} == {(None, "not a regular file: a FIFO")}
+        assert uploads[0].error == "not a regular file: a FIFO or a socket"
+        assert (after[0].content, after[0].error) == (b"kept\n", None)
 
     async def test_paths_outside_the_workspace_are_refused(self, sandbox: SandboxBackend) -> None:
         workspace = sandbox.handle.workspace

@@ -20,7 +20,8 @@ it (the command itself could ``cd`` anywhere); ``env`` is added to the daemon's 
 ``GET /health`` → ``{"status": "ok", "workspace", "running_execs", "uptime_s"}``
 
 Per-file ``error`` is ``null`` or one of :data:`FILE_ERRORS` (deepagents' literals), or a
-message for conditions those do not name (a file over the size limit). Paths are taken relative
+message for conditions those do not name (a file over the size limit, one that is not a regular
+file, as a FIFO: refused without waiting for its other end). Paths are taken relative
 to the workspace; a path that resolves (through ``..`` and symlinks) outside the workspace and
 the daemon's other ``--root`` directories is ``invalid_path``, as in deepagents' own backends.
 """
