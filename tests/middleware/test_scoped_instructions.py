@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import Sequence
+import uuid
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -10,12 +11,23 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph_checkpoint_plainredis import AsyncRedisSaver
 
 from drydock.middleware.scoped_instructions import (
+    MAX_INSTRUCTION_CHARS,
     BackendInstructionFiles,
     ScopedInstructions,
     ancestor_instruction_files,
+    capped,
 )
+from drydock.sandbox.backend import SandboxBackend
+from drydock.sandbox.providers.local import LocalProvider
 from tests.fakes.openai_server import Script, ScriptedModelServer
 from tests.middleware.conftest import chat_model, run_config
+from tests.sandbox.conftest import (  # noqa: F401 (fixtures)
+    bwrap,
+    local_provider,
+    records,
+    sandbox_root,
+    sandbox_settings,
+)
 
 
 @pytest.fixture
@@ -198,3 +210,39 @@ class TestScopedInstructions:
         assert "<instructions" not in a
         assert "Package rule: use tabs." in b
         assert reader.attempts == 2
+
+
+class TestBackendInstructionFiles:
+    """Instruction files are the sandbox's files: from a real sandbox, one over the byte limit
+    is not downloaded, however many ancestors link to it."""
+
+    @pytest.fixture
+    async def sandbox(
+        self,
+        local_provider: LocalProvider,  # noqa: F811 (the imported fixture)
+    ) -> AsyncIterator[SandboxBackend]:
+        backend = SandboxBackend(await local_provider.create(str(uuid.uuid4())))
+        yield backend
+        await backend.aclose()
+
+    async def test_files_over_the_limit_are_left_out(self, sandbox: SandboxBackend) -> None:
+        root = f"{sandbox.handle.workspace}/repo"
+        made = await sandbox.run(
+            f"""set -e; mkdir -p {root}/a/b/c/d; truncate -s {60 * 1024 * 1024} {root}/big
+            for d in a a/b a/b/c; do ln -s {root}/big {root}/$d/AGENTS.md; done
+            echo 'Deepest rule.' > {root}/a/b/c/d/AGENTS.md"""
+        )
+        assert made.exit_code == 0, made.output
+        paths = ancestor_instruction_files(f"{root}/a/b/c/d/x.py", root)
+        assert len(paths) == 4
+        # The backend reads at most what a request for files of this size can bring back.
+        assert await BackendInstructionFiles(sandbox).read_texts(paths) == {
+            f"{root}/a/b/c/d/AGENTS.md": "Deepest rule.\n"
+        }
+
+    async def test_long_files_are_cut_where_they_are_appended(self, sandbox: SandboxBackend) -> None:
+        root = f"{sandbox.handle.workspace}/repo"
+        made = await sandbox.run(f"mkdir -p {root}/a && head -c 30000 /dev/zero | tr '\\0' y > {root}/a/AGENTS.md")
+        assert made.exit_code == 0, made.output
+        texts = await BackendInstructionFiles(sandbox).read_texts([f"{root}/a/AGENTS.md"])
+        assert capped(texts[f"{root}/a/AGENTS.md"]) == "y" * MAX_INSTRUCTION_CHARS + "\n[… truncated]"

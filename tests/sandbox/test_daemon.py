@@ -123,6 +123,8 @@ async def test_malformed_requests_get_a_400_that_says_why(tmp_path: Path) -> Non
         assert (upload.status_code, upload.json()["error"]) == (400, "files[0].content_b64 is not base64")
         download = await client.post(protocol.DOWNLOAD, json={"paths": ["a", 3]})
         assert (download.status_code, download.json()["error"]) == (400, "paths must be a list of strings")
+        limited = await client.post(protocol.DOWNLOAD, json={"paths": ["a"], "max_file_bytes": -1})
+        assert (limited.status_code, limited.json()["error"]) == (400, "max_file_bytes must not be negative, not -1")
 
 
 async def test_unknown_routes_and_methods_are_answered_after_authentication(tmp_path: Path) -> None:

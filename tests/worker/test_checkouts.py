@@ -15,6 +15,7 @@ from redis.asyncio import Redis
 from drydock.config import SandboxSettings
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import ServerKeys
+from drydock.middleware.scoped_instructions import MAX_INSTRUCTION_BYTES, MAX_INSTRUCTION_CHARS
 from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.providers.local import LocalProvider
 from drydock.sandbox.records import SandboxStore
@@ -154,3 +155,28 @@ class TestExisting:
         await sh(backend, f"git config --global url.{source}.insteadOf https://github.com/{REPOSITORY}.git")
         assert await checkouts.existing(backend, REPOSITORY) is None
         assert "absent" in await sh(backend, f"test -e {backend.handle.workspace.rstrip('/')}/widgets || echo absent")
+
+
+class TestInstructions:
+    """The root AGENTS.md is the sandbox's file: it reaches the system prompt cut as the scoped
+    instruction files are, and one too large to be instructions is not downloaded at all."""
+
+    async def test_a_long_agents_md_is_cut(self, backend: SandboxBackend, checkouts: Checkouts) -> None:
+        path = await cloned(backend, branch="trunk")
+        await sh(backend, f"head -c 30000 /dev/zero | tr '\\0' x > {path}/AGENTS.md")
+        existing = await checkouts.existing(backend, REPOSITORY)
+        cloned_again = await checkouts.clone(backend, REPOSITORY)
+        assert existing is not None
+        assert existing.instructions == cloned_again.instructions == "x" * MAX_INSTRUCTION_CHARS + "\n[… truncated]"
+
+    async def test_an_agents_md_over_the_byte_limit_is_left_in_the_sandbox(
+        self, backend: SandboxBackend, checkouts: Checkouts
+    ) -> None:
+        path = await cloned(backend, branch="trunk")
+        await sh(backend, f"truncate -s {60 * 1024 * 1024} {path}/AGENTS.md")
+        existing = await checkouts.existing(backend, REPOSITORY)
+        assert existing is not None
+        assert (existing.default_branch, existing.instructions) == ("trunk", None)
+        assert (await checkouts.clone(backend, REPOSITORY)).instructions is None
+        [refused] = await backend.adownload_files([f"{path}/AGENTS.md"], max_file_bytes=MAX_INSTRUCTION_BYTES)
+        assert refused.error == f"file too large: {60 * 1024 * 1024} bytes, the limit is {MAX_INSTRUCTION_BYTES}"

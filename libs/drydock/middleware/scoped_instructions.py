@@ -23,21 +23,35 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from drydock.middleware.protocols import InstructionFileReader
+from drydock.sandbox.backend import SandboxBackend
 
 log = structlog.get_logger(__name__)
 
 INSTRUCTION_FILE = "AGENTS.md"
 MAX_INSTRUCTION_CHARS = 20_000
+MAX_INSTRUCTION_BYTES = 64 * 1024
+"""An instruction file larger than this is not read at all (the sandbox's files are its code's)."""
+
+
+def capped(text: str) -> str:
+    """``text`` cut to :data:`MAX_INSTRUCTION_CHARS`, marked where it was cut."""
+    if len(text) > MAX_INSTRUCTION_CHARS:
+        return text[:MAX_INSTRUCTION_CHARS] + "\n[… truncated]"
+    return text
 
 
 class BackendInstructionFiles:
-    """Reads instruction files through a deepagents backend (the thread's sandbox)."""
+    """Reads instruction files through a deepagents backend (the thread's sandbox); from a
+    sandbox, none larger than :data:`MAX_INSTRUCTION_BYTES`."""
 
     def __init__(self, backend: BackendProtocol) -> None:
         self._backend = backend
 
     async def read_texts(self, paths: Sequence[str]) -> dict[str, str]:
-        responses = await self._backend.adownload_files(list(paths))
+        if isinstance(self._backend, SandboxBackend):
+            responses = await self._backend.adownload_files(list(paths), max_file_bytes=MAX_INSTRUCTION_BYTES)
+        else:
+            responses = await self._backend.adownload_files(list(paths))
         return {
             response.path: response.content.decode("utf-8", errors="replace")
             for response in responses
@@ -63,8 +77,7 @@ def ancestor_instruction_files(file_path: str, root: str, *, filename: str = INS
 
 
 def _appendix(path: str, text: str) -> str:
-    if len(text) > MAX_INSTRUCTION_CHARS:
-        text = text[:MAX_INSTRUCTION_CHARS] + "\n[… truncated]"
+    text = capped(text)
     scope = posixpath.dirname(path)
     return f"\n\n<instructions file={path!r} applies-to={scope + '/'!r}>\n{text.strip()}\n</instructions>"
 

@@ -207,9 +207,15 @@ class SandboxBackend(BaseSandbox):
         answer = await self._post(protocol.UPLOAD, body, deadline=self._transfer_timeout, cap=cap)
         return [FileUploadResponse(path=item["path"], error=item["error"]) for item in answer["results"]]
 
-    async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
-        cap = sum(_per_file_cap(path, self._max_file_bytes) for path in paths) + _OVERHEAD
-        answer = await self._post(protocol.DOWNLOAD, {"paths": paths}, deadline=self._transfer_timeout, cap=cap)
+    async def adownload_files(
+        self, paths: list[str], *, max_file_bytes: int | None = None
+    ) -> list[FileDownloadResponse]:
+        """deepagents' download; a file over ``max_file_bytes`` (at most the backend's own
+        limit) comes back with an error instead of its content."""
+        limit = self._max_file_bytes if max_file_bytes is None else min(max_file_bytes, self._max_file_bytes)
+        body = {"paths": paths, "max_file_bytes": limit}
+        cap = sum(_per_file_cap(path, limit) for path in paths) + _OVERHEAD
+        answer = await self._post(protocol.DOWNLOAD, body, deadline=self._transfer_timeout, cap=cap)
         return [
             FileDownloadResponse(
                 path=item["path"],

@@ -10,6 +10,7 @@ from dataclasses import replace
 import structlog
 
 from drydock.errors import describe
+from drydock.middleware.scoped_instructions import MAX_INSTRUCTION_BYTES, capped
 from drydock.redaction import Redactor
 from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.snapshots import SnapshotStore
@@ -72,7 +73,9 @@ class Checkouts:
         ``AGENTS.md`` read as one download, with no command and no grant, so it may run before
         the sandbox is known to answer."""
         path = _checkout_path(backend, repository)
-        head, agents_md = await backend.adownload_files([_origin_head(path), f"{path}/AGENTS.md"])
+        head, agents_md = await backend.adownload_files(
+            [_origin_head(path), f"{path}/AGENTS.md"], max_file_bytes=MAX_INSTRUCTION_BYTES
+        )
         # The first line only, as git and the clone's script read it: the file is the sandbox's.
         ref = (head.content or b"").decode(errors="replace").partition("\n")[0].strip()
         if not ref.startswith(_REF):
@@ -90,7 +93,9 @@ class Checkouts:
         had to clone (it ran before the file existed)."""
         path = _checkout_path(backend, repository)
         url = f"https://{self.host}/{repository}.git"
-        agents_md = asyncio.ensure_future(backend.adownload_files([f"{path}/AGENTS.md"]))
+        agents_md = asyncio.ensure_future(
+            backend.adownload_files([f"{path}/AGENTS.md"], max_file_bytes=MAX_INSTRUCTION_BYTES)
+        )
         try:
             result = await clone_with_retries(
                 lambda: backend.run(_checkout_script(path, url), time_limit=600),
@@ -109,7 +114,7 @@ class Checkouts:
         downloaded = (
             agents_md.result()
             if _CLONED not in result.output.splitlines() and agents_md.exception() is None
-            else await backend.adownload_files([f"{path}/AGENTS.md"])
+            else await backend.adownload_files([f"{path}/AGENTS.md"], max_file_bytes=MAX_INSTRUCTION_BYTES)
         )[0]
         return _checkout(repository, path, _branch_printed(result.output), downloaded.content)
 
@@ -134,9 +139,9 @@ def _branch_printed(output: str) -> str:
 
 def _checkout(repository: str, path: str, remote_branch: str, agents_md: bytes | None) -> Checkout:
     """The checkout at ``path``, from its remote default branch (``origin/NAME``) and the content
-    of its AGENTS.md."""
+    of its AGENTS.md (cut as the scoped instruction files are)."""
     default_branch = remote_branch.removeprefix("origin/")
-    instructions = agents_md.decode(errors="replace") if agents_md is not None else None
+    instructions = capped(agents_md.decode(errors="replace")) if agents_md is not None else None
     return Checkout(repository=repository, path=path, default_branch=default_branch or None, instructions=instructions)
 
 

@@ -187,10 +187,15 @@ class Daemon:
         )
 
     async def download(self, request: Request) -> Response:
-        paths = body_field(request.json(), "paths", list)
+        body = request.json()
+        paths = body_field(body, "paths", list)
         if not all(isinstance(path, str) for path in paths):
             raise BadRequest("paths must be a list of strings")
-        results = await asyncio.to_thread(download, self.confinement, paths, max_file_bytes=self.config.max_file_bytes)
+        asked = body_field(body, "max_file_bytes", int, required=False)
+        if asked is not None and asked < 0:
+            raise BadRequest(f"max_file_bytes must not be negative, not {asked}")
+        limit = self.config.max_file_bytes if asked is None else min(asked, self.config.max_file_bytes)
+        results = await asyncio.to_thread(download, self.confinement, paths, max_file_bytes=limit)
         return json_response(
             {
                 "results": [

@@ -15,7 +15,10 @@ it (the command itself could ``cd`` anywhere); ``env`` is added to the daemon's 
 
 ``POST /files/upload``  ``{"files": [{"path", "content_b64"}]}`` → ``{"results": [{"path", "error"}]}``
 
-``POST /files/download``  ``{"paths": [...]}`` → ``{"results": [{"path", "content_b64", "error"}]}``
+``POST /files/download``  ``{"paths": [...], "max_file_bytes"?}`` →
+``{"results": [{"path", "content_b64", "error"}]}``. A file larger than ``max_file_bytes`` (at
+most the daemon's own ``--max-file-bytes``, which applies without it) is refused, never cut: its
+``error`` says it is too large.
 
 ``GET /health`` → ``{"status": "ok", "workspace", "running_execs", "uptime_s"}``
 
