@@ -51,13 +51,17 @@ async def capture(
         )
         if result.status == "unchanged":
             return Unchanged()
-        if result.status == "too-large":
-            return TooLarge(size=int(result.fields[0]))
+        if result.status == "too-large" and len(result.fields) == 1:
+            return TooLarge(size=_size(result.fields[0]))
         if result.status != "ready" or len(result.fields) != 6:
             raise SnapshotError(f"unexpected result from the snapshot script: {result.status} {result.fields}")
-        fingerprint, state, size, sha256, head, branch = result.fields
+        fingerprint, state, reported, sha256, head, branch = result.fields
+        # What the script reports is the sandbox's to write: the bound is checked here again.
+        size = _size(reported)
+        if size > max_bytes:
+            return TooLarge(size=size)
         archive = await download(sandbox, posixpath.join(scratch, ARCHIVE))
-        if len(archive) != int(size) or hashlib.sha256(archive).hexdigest() != sha256:
+        if len(archive) != size or hashlib.sha256(archive).hexdigest() != sha256:
             raise SnapshotError(
                 f"the archive downloaded from sandbox {sandbox.id} is not the one built "
                 f"({len(archive)} bytes, expected {size})"
@@ -65,3 +69,9 @@ async def capture(
         return Captured(archive, fingerprint, state, _optional(head), _optional(branch))
     finally:
         await remove_dir(sandbox, scratch, time_limit=time_limit)
+
+
+def _size(reported: str) -> int:
+    if not reported.isascii() or not reported.isdigit() or len(reported) > 18:
+        raise SnapshotError(f"the snapshot script reported a size that is not one: {reported[:40]!r}")
+    return int(reported)
