@@ -1,10 +1,14 @@
 """``{proxy}/g/{grant}/api/{path}``: the code host's REST API (``GITHUB_API_URL`` in the
 sandbox). Read-only grants may use GET, HEAD and OPTIONS; ``/repos/{owner}/{name}/…`` must name
-the grant's repository; during an autofix repair, API writes that move a branch wait for the
-run's confidence like pushes do. ``Location`` and ``Link`` headers pointing at the upstream API are
-rewritten to point back through the proxy, so pagination keeps working."""
+the grant's repository; during an autofix repair or under plan approval, API writes wait like
+pushes do, but for the few that change no code (:func:`~.policy.gate_applies`), and GraphQL
+requests are read to see which mutations they ask for. ``Location`` and ``Link`` headers
+pointing at the upstream API are rewritten to point back through the proxy, so pagination keeps
+working."""
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator
 
 from aiohttp import web
 from yarl import URL
@@ -14,8 +18,15 @@ from services.credential_proxy.context import CONTEXT
 from services.credential_proxy.denials import record_denial
 from services.credential_proxy.forwarding import forward
 from services.credential_proxy.grant_auth import Refused, authenticate, refusal
+from services.credential_proxy.graphql_mutations import request_mutations
 from services.credential_proxy.injection import api_authorization, upstream_token
-from services.credential_proxy.policy import api_denial, confidence_denial, is_api_push
+from services.credential_proxy.policy import (
+    UNGATED_MUTATIONS,
+    api_denial,
+    confidence_denial,
+    gate_applies,
+    is_graphql,
+)
 
 PATTERNS = ("/g/{grant}/api", "/g/{grant}/api/{path:.*}")
 
@@ -28,11 +39,23 @@ async def handle_api(request: web.Request) -> web.StreamResponse:
     try:
         grant, sealed = await authenticate(ctx, grant_token, "api")
         path = request.match_info.get("path", "")
+        body: bytes | None = None
         denial = api_denial(grant, request.method, path)
-        if denial is None and is_api_push(request.method, path):
-            denial = confidence_denial(await ctx.repairs.active(grant.thread_id))
-            if denial is None:
-                denial = await plan_denial(ctx, grant)
+        if denial is None and gate_applies(request.method, raw_path):
+            gated = True
+            if is_graphql(path) and request.method == "POST":
+                body = await request.read()
+                # GraphQL parameters in the query string would escape the body's reading.
+                mutations = (
+                    None
+                    if request.rel_url.raw_query_string
+                    else request_mutations(body, request.headers.get("Content-Encoding", ""))
+                )
+                gated = mutations is None or not mutations <= UNGATED_MUTATIONS
+            if gated:
+                denial = confidence_denial(await ctx.repairs.active(grant.thread_id))
+                if denial is None:
+                    denial = await plan_denial(ctx, grant)
         if denial is not None:
             await record_denial(ctx, grant, denial, route="api", method=request.method, target=raw_path)
             return refusal("api", 403, denial.message)
@@ -47,5 +70,15 @@ async def handle_api(request: web.Request) -> web.StreamResponse:
         return value.replace(ctx.api_upstream, through_proxy)
 
     return await forward(
-        request, ctx.session, url, authorization=api_authorization(token), route="api", rewrite_location=rewrite
+        request,
+        ctx.session,
+        url,
+        authorization=api_authorization(token),
+        route="api",
+        rewrite_location=rewrite,
+        body=_once(body) if body is not None else None,
     )
+
+
+async def _once(body: bytes) -> AsyncIterator[bytes]:
+    yield body

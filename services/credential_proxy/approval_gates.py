@@ -1,7 +1,7 @@
 """The thread owner's approvals at the credential proxy (:mod:`drydock.threads.approvals`).
 
 - **Plan gate**: when plan approval applies to the grant's thread (its repository's setting or
-  its owner's profile), pushes and API writes that move a branch are refused until the thread's
+  its owner's profile), pushes and API writes (but those that change no code) are refused until the thread's
   newest plan is approved.
 - **Protected paths**: a ``git-receive-pack`` POST is spooled to disk, the paths it changes are
   listed with real git (:mod:`.push_inspection`), and a push changing a protected path is held

@@ -4,9 +4,13 @@ A read-only grant (reviewer, analyzer) may clone, fetch and make read-only API c
 (``git-receive-pack``, also its ``info/refs`` advertisement) and API methods other than
 GET/HEAD/OPTIONS are refused. Every grant reaches only its own repository.
 
-While the grant's thread has an active autofix repair, its pushes (and the API writes that
-move a branch like a push: git data, file contents, merges, branch updates) are refused until
-the run reported a confidence at or above the repair's threshold (:func:`confidence_denial`).
+While the grant's thread has an active autofix repair, its pushes and its API writes are
+refused until the run reported a confidence at or above the repair's threshold
+(:func:`confidence_denial`); so are they under plan approval until the plan is approved. Only the
+writes that change no code, the ones the agent's tools make (comments, issues, labels,
+reactions, pull requests, reviews, check runs; of GraphQL mutations, resolving a review thread),
+go through meanwhile (:func:`gate_applies`). ``/repositories/{id}/…`` paths, which name a
+repository by id where the grant's scope cannot see it, are refused for every grant.
 """
 
 from __future__ import annotations
@@ -21,9 +25,29 @@ GIT_ENDPOINTS = frozenset({"info/refs", "git-upload-pack", "git-receive-pack"})
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _API_REPOSITORY = re.compile(r"^repos/(?P<owner>[^/]+)/(?P<name>[^/?]+)")
 _API_PUSH = re.compile(
-    r"^repos/[^/]+/[^/]+/(git/(refs|commits|trees|blobs|tags)|contents|merges|pulls/\d+/update-branch)(/|$)"
+    r"^repos/[^/]+/[^/]+/(git/(refs|commits|trees|blobs|tags)|contents|merges|pulls/[0-9]+/update-branch)(/|$)"
 )
 """API writes that move a branch like a push: git data, file contents, merges, branch updates."""
+_UNGATED_WRITES = tuple(
+    (method, re.compile(rf"repos/[^/]+/[^/]+/{path}"))
+    for method, path in (
+        ("POST", r"issues"),
+        ("PATCH", r"issues/[0-9]+"),
+        ("POST", r"issues/[0-9]+/comments"),
+        ("PATCH", r"issues/comments/[0-9]+"),
+        ("POST", r"issues/[0-9]+/labels"),
+        ("DELETE", r"issues/[0-9]+/labels/[^/]+"),
+        ("POST", r"(issues|issues/comments|pulls/comments)/[0-9]+/reactions"),
+        ("POST", r"pulls"),
+        ("PATCH", r"pulls/[0-9]+"),
+        ("POST", r"pulls/[0-9]+/(reviews|comments|comments/[0-9]+/replies)"),
+        ("POST", r"check-runs"),
+        ("PATCH", r"check-runs/[0-9]+"),
+    )
+)
+"""Writes that change no code, which the agent's tools make (``drydock.github``): no gate holds them."""
+UNGATED_MUTATIONS = frozenset({"resolveReviewThread"})
+"""The GraphQL mutations the agent's tools make; any other waits while a gate applies."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +85,10 @@ def api_denial(grant: Grant, method: str, path: str) -> Denial | None:
         return Denial("no_repository", "this grant covers no repository")
     if any(segment in {".", ".."} for segment in path.split("/")):
         return Denial("path", "paths with . or .. segments are refused")
+    if path.lstrip("/").split("/")[0].lower() == "repositories":
+        return Denial(
+            "repository_id", "/repositories/{id} paths are refused: name the repository as /repos/{owner}/{name}"
+        )
     repository = api_repository(path)
     if repository is not None and not grant.covers(repository):
         return Denial("repository_scope", f"this grant covers {grant.repository} only, not {repository}")
@@ -72,6 +100,21 @@ def api_denial(grant: Grant, method: str, path: str) -> Denial | None:
 def is_api_push(method: str, path: str) -> bool:
     """Whether an API request changes a branch the way a push does."""
     return method.upper() not in READ_METHODS and _API_PUSH.match(path.lstrip("/")) is not None
+
+
+def is_graphql(path: str) -> bool:
+    return path.strip("/").lower() == "graphql"
+
+
+def gate_applies(method: str, raw_path: str) -> bool:
+    """Whether an API request waits for the thread's gates (plan approval, autofix confidence):
+    every write but those in the agent's tools' short list, matched on the path as sent. A GraphQL
+    request is judged by its mutations instead (:data:`UNGATED_MUTATIONS`)."""
+    method = method.upper()
+    if method in READ_METHODS:
+        return False
+    path = raw_path.strip("/")
+    return not any(method == allowed and pattern.fullmatch(path) for allowed, pattern in _UNGATED_WRITES)
 
 
 def confidence_denial(repair: Repair | None) -> Denial | None:

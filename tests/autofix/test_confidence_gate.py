@@ -32,7 +32,7 @@ from drydock.runtime import Runtime
 from drydock.threads.scope import ThreadScope
 from drydock.tools import build_tools
 from drydock.tools.context import ToolContext
-from services.credential_proxy.policy import confidence_denial, is_api_push
+from services.credential_proxy.policy import confidence_denial, gate_applies
 from services.credential_proxy.server import Listening, serving
 from tests.autofix.conftest import REPO
 from tests.credentials.sandbox_side import apply_grant, handle_for
@@ -194,20 +194,26 @@ class TestConfidenceGate:
 
 class TestPolicy:
     @pytest.mark.parametrize(
-        ("method", "path", "push"),
+        ("method", "path", "gated"),
         [
             ("PUT", "repos/acme/widgets/contents/calc.py", True),
             ("PATCH", "repos/acme/widgets/git/refs/heads/x", True),
             ("POST", "repos/acme/widgets/git/commits", True),
             ("POST", "repos/acme/widgets/merges", True),
             ("PUT", "repos/acme/widgets/pulls/3/update-branch", True),
+            ("PUT", "repos/acme/widgets/pulls/3/merge", True),
+            ("POST", "repos/acme/widgets/branches/main/rename", True),
+            ("POST", "graphql", True),
+            ("PATCH", "repositories/1/git/refs/heads/main", True),
+            ("POST", "repos/acme/widgets/issues/3%2Fcomments", True),
             ("GET", "repos/acme/widgets/contents/calc.py", False),
             ("POST", "repos/acme/widgets/issues/3/comments", False),
             ("PATCH", "repos/acme/widgets/pulls/3", False),
+            ("POST", "repos/acme/widgets/check-runs", False),
         ],
     )
-    def test_which_api_requests_count_as_pushes(self, method: str, path: str, push: bool) -> None:
-        assert is_api_push(method, path) is push
+    def test_which_api_requests_wait(self, method: str, path: str, gated: bool) -> None:
+        assert gate_applies(method, path) is gated
 
     def test_the_gate_opens_at_the_threshold(self) -> None:
         repair = Repair("r", "t", "github.com", REPO, 1, "a" * 40, Kind.CI, 0.7, datetime.now(UTC))

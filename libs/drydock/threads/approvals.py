@@ -5,7 +5,7 @@ protected paths (protected paths).
 (``UserProfile.plan_approval``, for threads the user owns). Such a thread's coder first writes a
 plan (``submit_plan``: its todo list and a short description), which is posted in the source
 channel and on the dashboard and *held*. Until the owner approves the newest plan the credential
-proxy refuses the thread's pushes (and API writes that move a branch), and the coder's writing
+proxy refuses the thread's pushes (and its API writes but those that change no code), and the coder's writing
 tools refuse too. A newer plan (the owner replied with changes) is held again.
 
 **Protected paths**: a push whose ref updates change a path matching the repository's
