@@ -86,6 +86,24 @@ async def plan_denial(ctx: ProxyContext, grant: Grant) -> Denial | None:
     )
 
 
+async def protected_patterns(ctx: ProxyContext, repository: str) -> tuple[str, ...]:
+    settings = await ctx.accounts.repository(repository)
+    return settings.protected_paths if settings is not None else DEFAULT_PROTECTED_PATHS
+
+
+async def protected_paths_denial(ctx: ProxyContext, grant: Grant) -> Denial | None:
+    """Why an API write of files or git data is refused: the repository has protected paths, and
+    only a push can be inspected and held for the owner's approval. ``None`` without them."""
+    if grant.repository is None or not await protected_patterns(ctx, grant.repository):
+        return None
+    return Denial(
+        "protected_paths",
+        "refused: this repository has protected paths, and a change made through the API cannot be held for the "
+        "thread owner's approval. Commit and push with git instead, so that a change to a protected path is held "
+        "for approval.",
+    )
+
+
 def _pkt(data: bytes) -> bytes:
     return f"{len(data) + 4:04x}".encode() + data
 
@@ -173,8 +191,7 @@ async def receive_pack(
     request: web.Request, ctx: ProxyContext, grant: Grant, repository: str, token: UpstreamToken, url: URL
 ) -> web.StreamResponse:
     """Forward a push, unless it changes protected paths without the owner's approval of it."""
-    settings = await ctx.accounts.repository(repository)
-    patterns = settings.protected_paths if settings is not None else DEFAULT_PROTECTED_PATHS
+    patterns = await protected_patterns(ctx, repository)
     authorization = git_authorization(token)
     if not patterns:
         return await forward(request, ctx.session, url, authorization=authorization, route="git")

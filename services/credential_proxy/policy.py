@@ -9,8 +9,10 @@ refused until the run reported a confidence at or above the repair's threshold
 (:func:`confidence_denial`); so are they under plan approval until the plan is approved. Only the
 writes that change no code, the ones the agent's tools make (comments, issues, labels,
 reactions, pull requests, reviews, check runs; of GraphQL mutations, resolving a review thread),
-go through meanwhile (:func:`gate_applies`). ``/repositories/{id}/…`` paths, which name a
-repository by id where the grant's scope cannot see it, are refused for every grant.
+go through meanwhile (:func:`gate_applies`). Writes of files and git data (:func:`writes_files`,
+:data:`FILE_MUTATIONS`) are refused where the repository has protected paths.
+``/repositories/{id}/…`` paths, which name a repository by id where the grant's scope cannot see
+it, are refused for every grant.
 """
 
 from __future__ import annotations
@@ -24,10 +26,9 @@ from drydock.credentials import Grant
 GIT_ENDPOINTS = frozenset({"info/refs", "git-upload-pack", "git-receive-pack"})
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _API_REPOSITORY = re.compile(r"^repos/(?P<owner>[^/]+)/(?P<name>[^/?]+)")
-_API_PUSH = re.compile(
-    r"^repos/[^/]+/[^/]+/(git/(refs|commits|trees|blobs|tags)|contents|merges|pulls/[0-9]+/update-branch)(/|$)"
-)
-"""API writes that move a branch like a push: git data, file contents, merges, branch updates."""
+_FILE_WRITES = re.compile(r"repos/[^/]+/[^/]+/(contents|git/(refs|commits|trees|blobs|tags))(/.*)?")
+FILE_MUTATIONS = frozenset({"createCommitOnBranch", "createRef", "updateRef", "updateRefs", "deleteRef"})
+"""The GraphQL mutations that write files or git data."""
 _UNGATED_WRITES = tuple(
     (method, re.compile(rf"repos/[^/]+/[^/]+/{path}"))
     for method, path in (
@@ -97,9 +98,10 @@ def api_denial(grant: Grant, method: str, path: str) -> Denial | None:
     return None
 
 
-def is_api_push(method: str, path: str) -> bool:
-    """Whether an API request changes a branch the way a push does."""
-    return method.upper() not in READ_METHODS and _API_PUSH.match(path.lstrip("/")) is not None
+def writes_files(method: str, path: str) -> bool:
+    """Whether an API request writes files or git data (a change no proxy can hold like a push)."""
+    normalized = re.sub("/+", "/", path.strip("/")).lower()
+    return method.upper() not in READ_METHODS and _FILE_WRITES.fullmatch(normalized) is not None
 
 
 def is_graphql(path: str) -> bool:

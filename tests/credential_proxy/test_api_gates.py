@@ -158,3 +158,56 @@ class TestRepositoryIds:
         assert response.status_code == 403
         assert "/repos/{owner}/{name}" in response.json()["message"]
         assert reached == []
+
+
+FILE_WRITES: list[tuple[str, str, dict[str, Any]]] = [
+    ("PUT", f"/repos/{REPOSITORY}/contents/.github/workflows/evil.yml", {"message": "x", "content": "eA=="}),
+    ("POST", f"/repos/{REPOSITORY}/git/trees", {"tree": [{"path": ".github/workflows/evil.yml", "mode": "100644"}]}),
+    ("PATCH", f"/repos/{REPOSITORY}/git/refs/heads/main", {"sha": "0" * 40}),
+    ("POST", f"/repos/{REPOSITORY}//git/commits", {"message": "x", "tree": "0" * 40}),
+    ("POST", "/graphql", {"query": COMMIT_ON_BRANCH}),
+]
+
+
+class TestProtectedPaths:
+    @pytest.mark.parametrize(("method", "path", "body"), FILE_WRITES)
+    async def test_a_write_of_files_is_refused_so_that_a_push_can_be_held(
+        self,
+        credentials: ProxyCredentials,
+        github: FakeGithub,
+        tmp_path: Path,
+        thread_id: str,
+        method: str,
+        path: str,
+        body: dict[str, Any],
+    ) -> None:
+        grant = await _grant(credentials, thread_id, tmp_path)
+        response, reached = await _send(grant, github, method, path, body)
+        assert response.status_code == 403
+        assert "push with git instead" in response.json()["message"]
+        assert reached == []
+
+    async def test_without_protected_paths_a_write_of_files_goes_through(
+        self,
+        credentials: ProxyCredentials,
+        github: FakeGithub,
+        redis: Redis,
+        keys: Keys,
+        tmp_path: Path,
+        thread_id: str,
+    ) -> None:
+        accounts = AccountsStore(redis, keys, host="github.com")
+        await accounts.save_repository(RepositorySettings(full_name=REPOSITORY, protected_paths=()))
+        grant = await _grant(credentials, thread_id, tmp_path)
+        method, path, body = FILE_WRITES[0]
+        response, reached = await _send(grant, github, method, path, body)
+        assert "drydock credential proxy" not in response.text
+        assert reached == [path]
+
+    async def test_a_graphql_query_goes_through(
+        self, credentials: ProxyCredentials, github: FakeGithub, tmp_path: Path, thread_id: str
+    ) -> None:
+        grant = await _grant(credentials, thread_id, tmp_path)
+        response, reached = await _send(grant, github, "POST", "/graphql", {"query": "{ viewer { login } }"})
+        assert "drydock credential proxy" not in response.text
+        assert reached == ["/graphql"]
