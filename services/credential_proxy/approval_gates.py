@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import gzip
 import os
-import shutil
 import tempfile
 import zlib
 from collections.abc import AsyncIterator
@@ -124,7 +123,7 @@ def rejection(push: PushRequest, reason: str, detail: str) -> web.Response:
 
 
 async def _spool(request: web.Request, directory: Path, limit: int) -> tuple[Path, Path] | None:
-    """The body as sent and decoded (gunzipped if so encoded); ``None`` past ``limit`` bytes."""
+    """The body as sent and decoded (gunzipped if so encoded); ``None`` past ``limit`` bytes of either."""
     descriptor, name = await asyncio.to_thread(tempfile.mkstemp, prefix="body-", dir=directory)
     sent = Path(name)
     size = 0
@@ -141,18 +140,31 @@ async def _spool(request: web.Request, directory: Path, limit: int) -> tuple[Pat
         return sent, sent
     decoded = sent.with_name(sent.name + ".decoded")
 
-    def gunzip() -> None:
+    def gunzip() -> bool:
+        size = 0
         with gzip.open(sent, "rb") as source, decoded.open("wb") as target:
-            shutil.copyfileobj(source, target)
+            while chunk := source.read(_CHUNK):
+                size += len(chunk)
+                if size > limit:
+                    return False
+                target.write(chunk)
+        return True
 
     try:
-        await asyncio.to_thread(gunzip)
+        within = await asyncio.to_thread(gunzip)
     except (OSError, EOFError, zlib.error) as error:
-        for path in (sent, decoded):
-            with contextlib.suppress(OSError):
-                await asyncio.to_thread(path.unlink)
+        await _remove(sent, decoded)
         raise MalformedPush(f"the gzip-encoded body does not decode ({error})") from None
+    if not within:
+        await _remove(sent, decoded)
+        return None
     return sent, decoded
+
+
+async def _remove(*paths: Path) -> None:
+    for path in paths:
+        with contextlib.suppress(OSError):
+            await asyncio.to_thread(path.unlink)
 
 
 async def _read(path: Path) -> AsyncIterator[bytes]:
