@@ -696,6 +696,12 @@ class CredentialProxySettings(BaseModel):
         description="Bytes of a push body the proxy spools to inspect it for protected paths; a larger push is "
         "refused.",
     )
+    read_timeout: Duration = Field(
+        default=timedelta(minutes=10),
+        gt=timedelta(0),
+        description="How long a sandbox may take to send a request's head (from the connection's opening or the "
+        "previous answer), and again its body; past it the connection is closed.",
+    )
     egress_allowlist: list[str] = Field(
         default_factory=lambda: list(DEFAULT_EGRESS_ALLOWLIST),
         description="Hosts sandboxes may reach through the egress proxy: `host` (ports 80 and 443), "

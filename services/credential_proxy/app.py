@@ -6,12 +6,13 @@ from aiohttp import web
 
 from services.credential_proxy import api_route, git_route, health
 from services.credential_proxy.context import CONTEXT, ProxyContext
+from services.credential_proxy.read_deadline import read_deadline
 from services.credential_proxy.store_outage import store_outage
 from services.credential_proxy.tracing import tracing_middlewares
 
 
 def create_app(ctx: ProxyContext) -> web.Application:
-    app = web.Application(middlewares=[*tracing_middlewares(), store_outage])
+    app = web.Application(middlewares=[*tracing_middlewares(), read_deadline, store_outage])
     app[CONTEXT] = ctx
     app.router.add_get("/healthz", health.healthz)
     app.router.add_get("/readyz", health.readyz)

@@ -127,12 +127,16 @@ async def _spool(request: web.Request, directory: Path, limit: int) -> tuple[Pat
     descriptor, name = await asyncio.to_thread(tempfile.mkstemp, prefix="body-", dir=directory)
     sent = Path(name)
     size = 0
-    with os.fdopen(descriptor, "wb") as out:
-        async for chunk in request.content.iter_chunked(_CHUNK):
-            size += len(chunk)
-            if size > limit:
-                break
-            await asyncio.to_thread(out.write, chunk)
+    try:
+        with os.fdopen(descriptor, "wb") as out:
+            async for chunk in request.content.iter_chunked(_CHUNK):
+                size += len(chunk)
+                if size > limit:
+                    break
+                await asyncio.to_thread(out.write, chunk)
+    except BaseException:
+        await _remove(sent)
+        raise
     if size > limit:
         await asyncio.to_thread(sent.unlink)
         return None

@@ -123,7 +123,15 @@ async def serving(runtime: Runtime, *, resolver: Resolver = addresses.resolve) -
         reverse_unix = stack.enter_context(_bind_unix(directory / REVERSE_SOCKET))
         egress_unix = stack.enter_context(_bind_unix(directory / EGRESS_SOCKET))
         # Bodies are forwarded exactly as sent: gzip-encoded git requests stay gzip-encoded.
-        runner = web.AppRunner(create_app(ctx), auto_decompress=False, access_log=None, handle_signals=False)
+        # aiohttp closes a connection whose next request head has not arrived within its keep-alive
+        # timeout (from the opening or the last answer): the read deadline of heads.
+        runner = web.AppRunner(
+            create_app(ctx),
+            auto_decompress=False,
+            access_log=None,
+            handle_signals=False,
+            keepalive_timeout=settings.read_timeout.total_seconds(),
+        )
         await runner.setup()
         stack.push_async_callback(runner.cleanup)
         await web.SockSite(runner, reverse_socket).start()
