@@ -704,8 +704,8 @@ class CredentialProxySettings(BaseModel):
     )
     egress_allowlist: list[str] = Field(
         default_factory=lambda: list(DEFAULT_EGRESS_ALLOWLIST),
-        description="Hosts sandboxes may reach through the egress proxy: `host` (ports 80 and 443), "
-        "`host:port`, or `*.domain` for its subdomains, which are reached at public addresses only.",
+        description="Hosts sandboxes may reach through the egress proxy: `host` (ports 80 and 443; a CONNECT "
+        "tunnel 443 only), `host:port`, or `*.domain` for its subdomains, which are reached at public addresses only.",
     )
 
     @field_validator("url", "egress_url", "git_upstream")

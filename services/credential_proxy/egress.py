@@ -6,7 +6,10 @@ so an answer that changes between the check and the connection cannot lead elsew
 
 The sandbox presents its grant as the proxy password (``HTTPS_PROXY=http://drydock:<grant>@…``,
 sent as ``Proxy-Authorization``), so every connection, allowed or denied, is attributed to a
-thread. TLS stays end to end: a tunnel is spliced byte for byte, never opened.
+thread. TLS stays end to end: a tunnel is spliced byte for byte, never opened. A tunnel reaches
+port 443, or a port an entry names: one to port 80 would carry plain requests naming any host.
+An absolute-form request is sent alone on its upstream connection with the destination as its
+``Host``; what the client sends after it is not read.
 """
 
 from __future__ import annotations
@@ -37,7 +40,17 @@ HEAD_LIMIT = 1 << 16
 HEAD_TIMEOUT = 30.0
 CHUNK = 1 << 16
 RETRY_LATER = {"Retry-After": str(RETRY_AFTER_SECONDS)}
-_DROPPED = frozenset({"proxy-authorization", "proxy-connection", "connection", "keep-alive"})
+_REPLACED = frozenset(
+    {
+        "proxy-authorization",
+        "proxy-connection",
+        "connection",
+        "keep-alive",
+        "host",
+        "content-length",
+        "transfer-encoding",
+    }
+)
 
 
 class _Refusal(Exception):
@@ -90,18 +103,18 @@ def _grant_token(head: _Head) -> str | None:
 
 
 def _destination(head: _Head) -> tuple[str, int]:
-    if head.method == "CONNECT":
-        parsed = urlsplit(f"//{head.target}")
-        default = 443
-    else:
-        parsed = urlsplit(head.target)
-        if parsed.scheme != "http":
-            raise _Refusal(400, "Bad Request", "only CONNECT and absolute http:// requests are proxied")
-        default = 80
     try:
+        if head.method == "CONNECT":
+            parsed = urlsplit(f"//{head.target}")
+            default = 443
+        else:
+            parsed = urlsplit(head.target)
+            if parsed.scheme != "http":
+                raise _Refusal(400, "Bad Request", "only CONNECT and absolute http:// requests are proxied")
+            default = 80
         port = parsed.port or default
     except ValueError:
-        raise _Refusal(400, "Bad Request", f"invalid port in {head.target!r}") from None
+        raise _Refusal(400, "Bad Request", f"invalid host or port in {head.target!r}") from None
     if not parsed.hostname:
         raise _Refusal(400, "Bad Request", f"no host in {head.target!r}")
     return parsed.hostname, port
@@ -130,7 +143,11 @@ class EgressProxy:
         head = _parse_head(await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT))
         grant = await self._authenticate(head)
         host, port = _destination(head)
-        reach = self._ctx.allowlist.reach(host, port)
+        length = _content_length(head)
+        reach = self._ctx.allowlist.reach(host, port, tunnel=head.method == "CONNECT")
+        if reach is None and head.method == "CONNECT" and self._ctx.allowlist.allows(host, port):
+            reason = f"a CONNECT tunnel reaches port 443 or a port an egress allowlist entry names, not {host}:{port}"
+            raise self._denied(grant, host, port, reason)
         if reach is None:
             raise self._denied(grant, host, port, f"{host}:{port} is not on the egress allowlist")
         try:
@@ -148,9 +165,12 @@ class EgressProxy:
         try:
             if head.method == "CONNECT":
                 writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+                await asyncio.gather(_pipe(reader, upstream_writer), _pipe(upstream_reader, writer))
             else:
-                upstream_writer.write(_origin_form(head))
-            await asyncio.gather(_pipe(reader, upstream_writer), _pipe(upstream_reader, writer))
+                # One request, its Host the destination's: whatever the client sends after it is not read.
+                upstream_writer.write(_origin_form(head, _authority(host, port), length))
+                await _copy(reader, upstream_writer, length)
+                await _pipe(upstream_reader, writer)
         finally:
             upstream_writer.close()
             with contextlib.suppress(ConnectionError):
@@ -216,14 +236,44 @@ async def _open_first(candidates: list[IPAddress], port: int) -> tuple[asyncio.S
     raise failure
 
 
-def _origin_form(head: _Head) -> bytes:
+def _content_length(head: _Head) -> int:
+    """The length of an absolute-form request's body; a chunked one is refused."""
+    if head.method == "CONNECT":
+        return 0
+    if head.header("transfer-encoding") is not None:
+        raise _Refusal(411, "Length Required", "a request body needs a Content-Length (chunked bodies are not proxied)")
+    lengths = {value for name, value in head.headers if name.lower() == "content-length"}
+    if not lengths:
+        return 0
+    if len(lengths) > 1 or not next(iter(lengths)).isdigit():
+        raise _Refusal(400, "Bad Request", "malformed Content-Length")
+    return int(next(iter(lengths)))
+
+
+def _authority(host: str, port: int) -> str:
+    name = f"[{host}]" if ":" in host else host
+    return name if port == 80 else f"{name}:{port}"
+
+
+def _origin_form(head: _Head, authority: str, length: int) -> bytes:
     parsed = urlsplit(head.target)
     path = (parsed.path or "/") + (f"?{parsed.query}" if parsed.query else "")
-    lines = [f"{head.method} {path} {head.version}"]
-    lines += [f"{name}: {value}" for name, value in head.headers if name.lower() not in _DROPPED]
-    # One request per upstream connection: the next one on this client connection may go elsewhere.
+    lines = [f"{head.method} {path} {head.version}", f"Host: {authority}"]
+    lines += [f"{name}: {value}" for name, value in head.headers if name.lower() not in _REPLACED]
+    if length:
+        lines.append(f"Content-Length: {length}")
     lines.append("Connection: close")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, length: int) -> None:
+    while length > 0:
+        data = await reader.read(min(CHUNK, length))
+        if not data:
+            raise asyncio.IncompleteReadError(b"", length)
+        writer.write(data)
+        await writer.drain()
+        length -= len(data)
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

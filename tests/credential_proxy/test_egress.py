@@ -4,6 +4,7 @@ to a thread by the sandbox's grant. The hosts are loopback servers."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import ipaddress
 import socket
@@ -124,7 +125,76 @@ class TestConnect:
         assert denials[0]["port"] == hosts[1]
 
 
+async def _raw(egress: Listening, data: bytes) -> bytes:
+    """The egress proxy's whole answer to ``data``, read until it closes the connection."""
+    host, port = egress.egress_url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        writer.write(data)
+        await writer.drain()
+        return await asyncio.wait_for(reader.read(), timeout=10)
+    finally:
+        writer.close()
+
+
+def _authorization(token: str) -> str:
+    return "Proxy-Authorization: Basic " + base64.b64encode(f"drydock:{token}".encode()).decode()
+
+
+@pytest.fixture
+async def recording_host() -> AsyncIterator[tuple[int, list[tuple[str, str]]]]:
+    """A loopback site that records the Host and path of each request it answers."""
+    seen: list[tuple[str, str]] = []
+
+    async def record(request: web.Request) -> web.Response:
+        seen.append((request.headers.get("Host", ""), request.path))
+        return web.Response(text="recorded\n")
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", record)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    await web.SockSite(runner, sock).start()
+    yield sock.getsockname()[1], seen
+    await runner.cleanup()
+
+
+class TestConnectPorts:
+    async def test_a_tunnel_to_port_80_of_a_host_entry_is_refused(
+        self, serve_allowing: ServeAllowing, grant_token: str
+    ) -> None:
+        async with serve_allowing(["localhost"]) as egress:
+            answer = await _raw(
+                egress, f"CONNECT localhost:80 HTTP/1.1\r\n{_authorization(grant_token)}\r\n\r\n".encode()
+            )
+        assert answer.startswith(b"HTTP/1.1 403")
+        assert b"a CONNECT tunnel reaches port 443 or a port an egress allowlist entry names" in answer
+
+
 class TestAbsoluteForm:
+    async def test_one_request_goes_with_the_destination_as_its_host(
+        self, serve_allowing: ServeAllowing, recording_host: tuple[int, list[tuple[str, str]]], grant_token: str
+    ) -> None:
+        port, seen = recording_host
+        first = (
+            f"POST http://127.0.0.1:{port}/first HTTP/1.1\r\nHost: internal-admin.svc.cluster.local\r\n"
+            f"{_authorization(grant_token)}\r\nContent-Length: 4\r\nConnection: keep-alive\r\n\r\nbody"
+        )
+        second = "GET /second HTTP/1.1\r\nHost: internal-admin.svc.cluster.local\r\n\r\n"
+        async with serve_allowing([f"127.0.0.1:{port}"]) as egress:
+            answer = await _raw(egress, (first + second).encode())
+        assert answer.startswith(b"HTTP/1.1 200")
+        assert seen == [(f"127.0.0.1:{port}", "/first")]
+
+    async def test_a_chunked_body_is_refused(self, egress: Listening, hosts: tuple[int, int], grant_token: str) -> None:
+        request = (
+            f"POST http://127.0.0.1:{hosts[0]}/ HTTP/1.1\r\n{_authorization(grant_token)}\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        )
+        assert (await _raw(egress, request.encode())).startswith(b"HTTP/1.1 411")
+
     async def test_listed_and_unlisted_hosts(self, egress: Listening, hosts: tuple[int, int], grant_token: str) -> None:
         async with httpx.AsyncClient(proxy=_proxy_url(egress, grant_token), trust_env=False) as client:
             allowed = await client.get(f"http://127.0.0.1:{hosts[0]}/")
@@ -155,6 +225,14 @@ class TestProxyAuthentication:
             response = await client.get(f"http://127.0.0.1:{hosts[0]}/")
         assert response.status_code == 407
         assert "credential-proxy grant revoked" in response.text
+
+    @pytest.mark.parametrize("request_line", ["CONNECT [localhost]:443", "CONNECT [::1:443", "GET http://[bad/"])
+    async def test_an_unreadable_destination_is_400(
+        self, egress: Listening, grant_token: str, request_line: str
+    ) -> None:
+        answer = await _raw(egress, f"{request_line} HTTP/1.1\r\n{_authorization(grant_token)}\r\n\r\n".encode())
+        assert answer.startswith(b"HTTP/1.1 400")
+        assert b"invalid host or port" in answer
 
     async def test_malformed_request_is_400(self, egress: Listening) -> None:
         host, port = egress.egress_url.removeprefix("http://").split(":")

@@ -21,6 +21,13 @@ class TestAllowlist:
         assert not allowlist.allows("127.0.0.1", 443)
         assert allowlist.allows("::1", 9000)
 
+    def test_a_tunnel_reaches_port_443_or_a_port_an_entry_names(self) -> None:
+        allowlist = Allowlist(["pypi.org", "*.pythonhosted.org", "mirror.test:80"])
+        assert allowlist.reach("pypi.org", 443, tunnel=True) is not None
+        assert allowlist.reach("pypi.org", 80, tunnel=True) is None
+        assert allowlist.reach("files.pythonhosted.org", 80, tunnel=True) is None
+        assert allowlist.reach("mirror.test", 80, tunnel=True) is not None
+
     def test_wildcard_covers_subdomains_not_the_apex(self) -> None:
         allowlist = Allowlist(["*.pythonhosted.org"])
         assert allowlist.allows("files.pythonhosted.org", 443)
