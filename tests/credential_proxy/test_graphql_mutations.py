@@ -33,6 +33,7 @@ class TestDocuments:
             "mutation { x } }",
             "mutation { x(a: 1)) }",
             "mutation { x } %",
+            "mutation { " + "a " * 30_000 + "}",
         ],
     )
     def test_what_it_cannot_read_with_certainty_is_none(self, document: str) -> None:
