@@ -12,12 +12,14 @@ quarantine object directory whose alternate is the mirror (``git index-pack --st
 --fix-thin``, the command ``receive-pack`` itself runs on untrusted packs; the mirror is never
 written by a push), and lists
 
-- the tree difference ``old..new`` of every updated ref (``git diff-tree``), and
+- the tree difference ``old..new`` of every updated ref (``git diff-tree``, each side peeled to
+  its commit), and
 - the paths each pushed commit changes against its first parent, for commits no upstream branch
   or tag has (``git log --not --branches --tags``): a branch's first push, and commits that a
   later commit reverts, count too.
 
-A deletion changes no path.
+A deletion changes no path. Revisions go to git on its standard input, never as arguments, and a
+push updating more than :data:`MAX_UPDATES` refs is refused before any git runs.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from drydock.threads.approvals import ZERO_ID, RefUpdate
 _OID_LENGTHS = frozenset({40, 64})
 HEAD_LIMIT = 4 * 1024 * 1024
 """The most bytes of commands and push options read before the pack."""
+MAX_UPDATES = 1000
+"""The most ref updates one inspected push may make."""
 _GIT_TIMEOUT = 300.0
 
 
@@ -96,6 +100,11 @@ def parse_request(body: bytes) -> PushRequest:
         if len(parts) != 3 or not parts[2].startswith("refs/"):
             raise MalformedPush("a push command is not 'old new ref'")
         updates.append(RefUpdate(_oid(parts[0]), _oid(parts[1]), parts[2]))
+        if len(updates) > MAX_UPDATES:
+            raise MalformedPush(
+                f"the push updates more than {MAX_UPDATES} refs, more than the proxy inspects at once; "
+                "push them in several pushes"
+            )
         payload, position = _pkt_line(body, position)
     if "push-options" in capabilities:
         option: bytes | None = b""
@@ -116,17 +125,27 @@ def _git_environment(extra: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-async def _git(*args: str, env: Mapping[str, str], stdin: int | None = None) -> bytes:
-    process = await asyncio.create_subprocess_exec(
-        "git",
-        *args,
-        stdin=stdin if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=_git_environment(env),
-    )
+async def _git(*args: str, env: Mapping[str, str], stdin: int | bytes | None = None) -> bytes:
+    """Git's output; ``stdin`` is a file descriptor to read or the bytes to write to it."""
+    data: bytes | None = None
+    source = asyncio.subprocess.DEVNULL
+    if isinstance(stdin, bytes):
+        data, source = stdin, asyncio.subprocess.PIPE
+    elif stdin is not None:
+        source = stdin
     try:
-        out, err = await asyncio.wait_for(process.communicate(), _GIT_TIMEOUT)
+        process = await asyncio.create_subprocess_exec(
+            "git",
+            *args,
+            stdin=source,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=_git_environment(env),
+        )
+    except OSError as error:
+        raise InspectionFailed(f"git {args[0]} could not start: {error}") from None
+    try:
+        out, err = await asyncio.wait_for(process.communicate(data), _GIT_TIMEOUT)
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             process.kill()
@@ -139,6 +158,17 @@ async def _git(*args: str, env: Mapping[str, str], stdin: int | None = None) -> 
 
 def _names(output: bytes) -> set[str]:
     return {name.strip("\n") for name in output.decode("utf-8", "surrogateescape").split("\0") if name.strip("\n")}
+
+
+async def _commits(oids: list[str], env: Mapping[str, str]) -> list[str]:
+    """The commit each of ``oids`` peels to. ``git diff-tree --stdin`` silently skips a line naming
+    a tag, so it is given commits only."""
+    lines = "".join(f"{oid}^{{commit}}\n" for oid in oids).encode()
+    out = await _git("cat-file", "--batch-check=%(objectname)", env=env, stdin=lines)
+    commits = out.decode("ascii", "replace").splitlines()
+    if len(commits) != len(oids) or any(len(commit) not in _OID_LENGTHS for commit in commits):
+        raise InspectionFailed("a ref update names an object that is not a commit")
+    return commits
 
 
 class Mirrors:
@@ -195,16 +225,20 @@ class Mirrors:
                     stream.seek(push.pack_offset)
                     await _git("index-pack", "--stdin", "--fix-thin", env=env, stdin=stream.fileno())
             paths: set[str] = set()
-            for update in created:
-                if update.old != ZERO_ID:
-                    diff = await _git(
-                        "diff-tree", "-r", "-z", "--name-only", "--no-renames", update.old, update.new, env=env
-                    )
-                    paths |= _names(diff)
+            updated = [u for u in created if u.old != ZERO_ID]
+            if updated:
+                commits = await _commits([oid for u in updated for oid in (u.new, u.old)], env)
+                # A line "new old" diffs the commit new against old, given as its only parent.
+                pairs = "".join(f"{commits[i]} {commits[i + 1]}\n" for i in range(0, len(commits), 2))
+                diff = await _git(
+                    "diff-tree", "--stdin", "--no-commit-id", "-r", "-z", "--name-only", "--no-renames",
+                    env=env, stdin=pairs.encode(),
+                )  # fmt: skip
+                paths |= _names(diff)
             log = await _git(
                 "log", "--format=", "--name-only", "-z", "--no-renames", "--diff-merges=first-parent",
-                *(u.new for u in created), "--not", "--branches", "--tags",
-                env=env,
+                "--stdin", "--not", "--branches", "--tags",
+                env=env, stdin="".join(f"{u.new}\n" for u in created).encode(),
             )  # fmt: skip
             return paths | _names(log)
         finally:

@@ -1,9 +1,11 @@
 """Reading a receive-pack request's commands (:mod:`services.credential_proxy.push_inspection`):
 the ref updates and capabilities, push options skipped, git's probe of a large push (a lone
-flush), and malformed bodies refused with a reason."""
+flush), and malformed bodies or too many ref updates refused with a reason; through the proxy,
+updates of refs to commits upstream already has, and git that cannot start."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import httpx
@@ -11,11 +13,11 @@ import pytest
 
 from drydock.credentials import ProxyCredentials
 from drydock.roles import Role
-from services.credential_proxy.push_inspection import MalformedPush, parse_request
+from services.credential_proxy.push_inspection import MAX_UPDATES, MalformedPush, parse_request
 from services.credential_proxy.server import Listening
 from tests.credentials.conftest import REPOSITORY
 from tests.credentials.sandbox_side import handle_for
-from tests.fakes.git_server import GitServer
+from tests.fakes.git_server import GitServer, git, isolated_git_env
 
 OLD, NEW = "a" * 40, "b" * 40
 
@@ -61,6 +63,12 @@ class TestParse:
         with pytest.raises(MalformedPush, match=reason):
             parse_request(body)
 
+    def test_more_ref_updates_than_the_limit_are_refused(self) -> None:
+        lines = [pkt(f"{OLD} {NEW} refs/heads/b{n}\n".encode()) for n in range(MAX_UPDATES + 1)]
+        assert len(parse_request(b"".join(lines[:MAX_UPDATES]) + b"0000").updates) == MAX_UPDATES
+        with pytest.raises(MalformedPush, match=f"more than {MAX_UPDATES} refs"):
+            parse_request(b"".join(lines) + b"0000")
+
 
 class TestThroughTheProxy:
     @pytest.mark.parametrize(
@@ -94,3 +102,98 @@ class TestThroughTheProxy:
         assert answer.status_code == 400
         assert reason in answer.text
         assert git_upstream.requests[seen:] == []
+
+    async def test_more_ref_updates_than_the_limit_are_400_and_never_forwarded(
+        self, proxy: Listening, credentials: ProxyCredentials, git_upstream: GitServer, tmp_path: Path, thread_id: str
+    ) -> None:
+        grant = await credentials.issue(
+            handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
+        )
+        body = b"".join(pkt(f"{'0' * 40} {NEW} refs/heads/b{n}\n".encode()) for n in range(MAX_UPDATES + 1))
+        seen = len(git_upstream.requests)
+        async with httpx.AsyncClient() as client:
+            answer = await client.post(
+                f"{proxy.url}/g/{grant.token}/git/{REPOSITORY}.git/git-receive-pack", content=body + b"0000"
+            )
+        assert answer.status_code == 400
+        assert f"more than {MAX_UPDATES} refs" in answer.text
+        assert git_upstream.requests[seen:] == []
+
+    async def test_git_that_cannot_start_is_502_and_never_forwarded(
+        self,
+        proxy: Listening,
+        credentials: ProxyCredentials,
+        git_upstream: GitServer,
+        tmp_path: Path,
+        thread_id: str,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        grant = await credentials.issue(
+            handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
+        )
+        monkeypatch.setenv("PATH", str(tmp_path))
+        seen = len(git_upstream.requests)
+        async with httpx.AsyncClient() as client:
+            answer = await client.post(
+                f"{proxy.url}/g/{grant.token}/git/{REPOSITORY}.git/git-receive-pack",
+                content=pkt(f"{OLD} {NEW} refs/heads/x\n".encode()) + b"0000",
+            )
+        assert answer.status_code == 502
+        assert "could not inspect" in answer.text
+        assert git_upstream.requests[seen:] == []
+
+
+class TestUpdatesToKnownCommits:
+    """A ref moved to a commit upstream already has (on another branch) is seen by the tree
+    difference of the update alone, annotated tags included."""
+
+    @pytest.fixture
+    async def refs(self, git_upstream: GitServer, tmp_path: Path) -> dict[str, tuple[str, str]]:
+        """Each upstream ref made, by role, with its object id: a branch ``base`` at main, a branch
+        ``workflow`` one commit ahead that adds a workflow, and annotated tags on each."""
+        env = isolated_git_env(tmp_path)
+        work = tmp_path / "work"
+        suffix = uuid.uuid4().hex[:8]
+        await git("clone", "-q", str(git_upstream.repository_path(REPOSITORY)), str(work), env=env)
+        await git("branch", f"base-{suffix}", cwd=work, env=env)
+        await git("tag", "-a", "-m", "base", f"base-{suffix}", cwd=work, env=env)
+        (work / ".github" / "workflows").mkdir(parents=True)
+        (work / ".github" / "workflows" / "x.yml").write_text("on: push\n")
+        await git("add", "-A", cwd=work, env=env)
+        await git("commit", "-q", "-m", "workflow", cwd=work, env=env)
+        await git("branch", f"workflow-{suffix}", cwd=work, env=env)
+        await git("tag", "-a", "-m", "workflow", f"workflow-{suffix}", cwd=work, env=env)
+        refs = {
+            "base": f"refs/heads/base-{suffix}",
+            "workflow": f"refs/heads/workflow-{suffix}",
+            "base-tag": f"refs/tags/base-{suffix}",
+            "workflow-tag": f"refs/tags/workflow-{suffix}",
+        }
+        await git("push", "-q", "origin", *refs.values(), cwd=work, env=env)
+        return {role: (ref, (await git("rev-parse", ref, cwd=work, env=env)).strip()) for role, ref in refs.items()}
+
+    @pytest.mark.parametrize(("old", "new"), [("base", "workflow"), ("base-tag", "workflow-tag")])
+    async def test_the_moved_ref_is_held(
+        self,
+        old: str,
+        new: str,
+        refs: dict[str, tuple[str, str]],
+        proxy: Listening,
+        credentials: ProxyCredentials,
+        git_upstream: GitServer,
+        tmp_path: Path,
+        thread_id: str,
+    ) -> None:
+        grant = await credentials.issue(
+            handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
+        )
+        (ref, old_oid), (_, new_oid) = refs[old], refs[new]
+        seen = len(git_upstream.requests)
+        async with httpx.AsyncClient() as client:
+            answer = await client.post(
+                f"{proxy.url}/g/{grant.token}/git/{REPOSITORY}.git/git-receive-pack",
+                content=pkt(f"{old_oid} {new_oid} {ref}\0report-status\n".encode()) + b"0000",
+            )
+        assert answer.status_code == 200
+        assert b"held for the thread owner's approval" in answer.content
+        assert [r.path for r in git_upstream.requests[seen:] if r.path.endswith("git-receive-pack")] == []
