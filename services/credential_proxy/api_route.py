@@ -41,7 +41,11 @@ async def handle_api(request: web.Request) -> web.StreamResponse:
     ctx = request.app[CONTEXT]
     grant_token = request.match_info["grant"]
     prefix = f"/g/{grant_token}/api"
-    raw_path = request.rel_url.raw_path.removeprefix(prefix) or "/"
+    raw = request.rel_url.raw_path
+    if raw != prefix and not raw.startswith(f"{prefix}/"):
+        # The path after the prefix is forwarded as sent: a prefix spelled otherwise would carry the grant upstream.
+        return refusal("api", 400, "spell the path's /g/{grant}/api prefix as issued, without percent-encoding")
+    raw_path = raw.removeprefix(prefix) or "/"
     try:
         grant, sealed = await authenticate(ctx, grant_token, "api")
         path = request.match_info.get("path", "")

@@ -69,6 +69,31 @@ class TestReads:
         assert response.status_code == 403
 
 
+class TestGrantInThePath:
+    @pytest.mark.parametrize(
+        ("spelled", "as_issued"), [("/g/%64gr_", "/g/dgr_"), ("/%61pi", "/api"), ("/%67/dgr_", "/g/dgr_")]
+    )
+    async def test_a_percent_encoded_prefix_is_refused_and_nothing_with_the_grant_reaches_github(
+        self,
+        credentials: ProxyCredentials,
+        github: FakeGithub,
+        tmp_path: Path,
+        thread_id: str,
+        spelled: str,
+        as_issued: str,
+    ) -> None:
+        grant = await _grant(credentials, thread_id, tmp_path, Role.CODER)
+        assert grant.token is not None
+        assert grant.api_base_url is not None
+        url = f"{grant.api_base_url.replace(as_issued, spelled, 1)}/repos/{REPOSITORY}"
+        seen = len(github.requests)
+        async with _client(grant) as client:
+            response = await client.send(client.build_request("GET", url))
+        assert [r for r in github.requests[seen:] if grant.token in r.path or "/g/" in r.path] == []
+        assert response.status_code == 400
+        assert "without percent-encoding" in response.json()["message"]
+
+
 class TestWrites:
     async def test_reviewer_write_is_refused_and_recorded(
         self, credentials: ProxyCredentials, bus: Bus, tmp_path: Path, thread_id: str
