@@ -1,8 +1,8 @@
 """``{proxy}/g/{grant}/git/{owner}/{name}[.git]/{endpoint}``: git smart HTTP to the code host.
 
-Only the smart-HTTP endpoints are served (``info/refs``, ``git-upload-pack``,
-``git-receive-pack``); pushes need a read-write grant for the repository, during an
-autofix repair of the grant's thread a reported confidence at or above the repair's threshold,
+Only the smart-HTTP endpoints are served (``info/refs`` with GET, ``git-upload-pack`` and
+``git-receive-pack`` with POST; another method is a 405); pushes need a read-write grant for the
+repository, during an autofix repair of the grant's thread a reported confidence at or above the repair's threshold,
 under plan approval the owner's approval of the thread's plan, and for a push that changes
 protected paths the owner's approval of that exact push (:mod:`.approval_gates`).
 """
@@ -28,8 +28,14 @@ async def handle_git(request: web.Request) -> web.StreamResponse:
     owner, name = request.match_info["owner"], request.match_info["name"].removesuffix(".git")
     endpoint = request.match_info["endpoint"]
     repository = f"{owner}/{name}"
-    if endpoint not in GIT_ENDPOINTS:
+    method = GIT_ENDPOINTS.get(endpoint)
+    if method is None:
         return refusal("git", 404, f"{endpoint} is not a git smart-HTTP endpoint")
+    if request.method != method:
+        # Only a POST to git-receive-pack is inspected for protected paths: another method must not reach upstream.
+        refused = refusal("git", 405, f"{endpoint} takes {method} only")
+        refused.headers["Allow"] = method
+        return refused
     try:
         grant, sealed = await authenticate(ctx, request.match_info["grant"], "git")
         service = request.query.get("service")
@@ -47,6 +53,6 @@ async def handle_git(request: web.Request) -> web.StreamResponse:
     except Refused as refused:
         return refused.response
     url = URL(f"{ctx.git_upstream}/{repository}.git/{endpoint}").with_query(request.rel_url.query)
-    if endpoint == "git-receive-pack" and request.method == "POST":
+    if endpoint == "git-receive-pack":
         return await receive_pack(request, ctx, grant, repository, token, url)
     return await forward(request, ctx.session, url, authorization=git_authorization(token), route="git")

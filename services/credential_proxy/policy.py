@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from drydock.autofix.repairs import Repair
 from drydock.credentials import Grant
 
-GIT_ENDPOINTS = frozenset({"info/refs", "git-upload-pack", "git-receive-pack"})
+GIT_ENDPOINTS = {"info/refs": "GET", "git-upload-pack": "POST", "git-receive-pack": "POST"}
+"""The smart-HTTP endpoints, each with the one method git sends to it."""
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _API_REPOSITORY = re.compile(r"^repos/(?P<owner>[^/]+)/(?P<name>[^/?]+)")
 _FILE_WRITES = re.compile(r"repos/[^/]+/[^/]+/(contents|git/(refs|commits|trees|blobs|tags))(/.*)?")

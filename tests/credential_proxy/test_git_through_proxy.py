@@ -8,6 +8,7 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 from redis.asyncio import Redis
 
@@ -18,6 +19,7 @@ from drydock.credentials import ProxyCredentials, digest
 from drydock.infra.redis import Keys
 from drydock.roles import Role
 from drydock.sandbox.credentials import SandboxGrant
+from services.credential_proxy.server import Listening
 from tests.credentials.conftest import OTHER_REPOSITORY, REPOSITORY
 from tests.credentials.sandbox_side import apply_grant, handle_for, occurrences
 from tests.fakes.git_server import GitError, GitServer, git
@@ -214,3 +216,39 @@ class TestUnusableGrants:
         )
         with pytest.raises(GitError, match="unknown credential-proxy grant"):
             await git("ls-remote", CLONE_URL, env=env)
+
+
+class TestMethods:
+    @pytest.mark.parametrize(
+        ("method", "endpoint", "allowed"),
+        [
+            ("PUT", "git-receive-pack", "POST"),
+            ("PATCH", "git-receive-pack", "POST"),
+            ("GET", "git-receive-pack", "POST"),
+            ("PUT", "git-upload-pack", "POST"),
+            ("POST", "info/refs?service=git-upload-pack", "GET"),
+        ],
+    )
+    async def test_a_method_git_never_sends_is_405_and_never_forwarded(
+        self,
+        proxy: Listening,
+        credentials: ProxyCredentials,
+        git_upstream: GitServer,
+        sandbox_home: Path,
+        thread_id: str,
+        method: str,
+        endpoint: str,
+        allowed: str,
+    ) -> None:
+        grant = await _issue(credentials, thread_id, sandbox_home, Role.CODER)
+        command = f"{'0' * 40} {'1' * 40} refs/heads/other-method\0report-status\n".encode()
+        seen = len(git_upstream.requests)
+        async with httpx.AsyncClient() as client:
+            answer = await client.request(
+                method,
+                f"{proxy.url}/g/{grant.token}/git/{REPOSITORY}.git/{endpoint}",
+                content=f"{len(command) + 4:04x}".encode() + command + b"0000",
+            )
+        assert git_upstream.requests[seen:] == []
+        assert answer.status_code == 405
+        assert answer.headers["Allow"] == allowed
