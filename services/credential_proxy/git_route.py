@@ -1,10 +1,11 @@
 """``{proxy}/g/{grant}/git/{owner}/{name}[.git]/{endpoint}``: git smart HTTP to the code host.
 
 Only the smart-HTTP endpoints are served (``info/refs`` with GET, ``git-upload-pack`` and
-``git-receive-pack`` with POST; another method is a 405); pushes need a read-write grant for the
-repository, during an autofix repair of the grant's thread a reported confidence at or above the repair's threshold,
-under plan approval the owner's approval of the thread's plan, and for a push that changes
-protected paths the owner's approval of that exact push (:mod:`.approval_gates`).
+``git-receive-pack`` with POST; another method is a 405, a repeated ``service`` parameter a 400);
+pushes need a read-write grant for the repository, during an autofix repair of the grant's
+thread a reported confidence at or above the repair's threshold, under plan approval the owner's
+approval of the thread's plan, and for a push that changes protected paths the owner's approval
+of that exact push (:mod:`.approval_gates`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ async def handle_git(request: web.Request) -> web.StreamResponse:
         refused = refusal("git", 405, f"{endpoint} takes {method} only")
         refused.headers["Allow"] = method
         return refused
+    if len(request.query.getall("service", [])) > 1:
+        # The policy reads one value and the upstream may read another.
+        return refusal("git", 400, "give the service parameter once")
     try:
         grant, sealed = await authenticate(ctx, request.match_info["grant"], "git")
         service = request.query.get("service")

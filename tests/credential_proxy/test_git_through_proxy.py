@@ -252,3 +252,24 @@ class TestMethods:
         assert git_upstream.requests[seen:] == []
         assert answer.status_code == 405
         assert answer.headers["Allow"] == allowed
+
+
+class TestServiceParameter:
+    async def test_a_repeated_service_is_400_and_never_forwarded(
+        self,
+        proxy: Listening,
+        credentials: ProxyCredentials,
+        git_upstream: GitServer,
+        sandbox_home: Path,
+        thread_id: str,
+    ) -> None:
+        grant = await _issue(credentials, thread_id, sandbox_home, Role.REVIEWER)
+        seen = len(git_upstream.requests)
+        async with httpx.AsyncClient() as client:
+            answer = await client.get(
+                f"{proxy.url}/g/{grant.token}/git/{REPOSITORY}.git/info/refs",
+                params=[("service", "git-upload-pack"), ("service", "git-receive-pack")],
+            )
+        assert git_upstream.requests[seen:] == []
+        assert answer.status_code == 400
+        assert "service parameter once" in answer.text
