@@ -56,6 +56,8 @@ async def handle_git(request: web.Request) -> web.StreamResponse:
         token = await upstream_token(ctx, grant, sealed, "git")
     except Refused as refused:
         return refused.response
+    # Upstream, settings and mirrors get the name as issued, not as the sandbox spelled it.
+    repository = grant.repository or repository
     url = URL(f"{ctx.git_upstream}/{repository}.git/{endpoint}").with_query(request.rel_url.query)
     if endpoint == "git-receive-pack":
         return await receive_pack(request, ctx, grant, repository, token, url)

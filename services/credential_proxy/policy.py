@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from drydock.accounts import repository_name
 from drydock.autofix.repairs import Repair
 from drydock.credentials import Grant
 
@@ -64,12 +65,23 @@ def is_push(endpoint: str, service: str | None) -> bool:
     return endpoint == "git-receive-pack" or (endpoint == "info/refs" and service == "git-receive-pack")
 
 
+def scope_denial(grant: Grant, repository: str) -> Denial | None:
+    """Why ``owner/name``, as a request spells it, is not the grant's repository, or ``None`` if it is."""
+    try:
+        repository_name(repository)
+    except ValueError as error:
+        return Denial("repository_name", str(error))
+    if not grant.covers(repository):
+        return Denial("repository_scope", f"this grant covers {grant.repository} only, not {repository}")
+    return None
+
+
 def git_denial(grant: Grant, repository: str, endpoint: str, service: str | None) -> Denial | None:
     """Why ``grant`` may not make this git smart-HTTP request, or ``None`` if it may."""
     if grant.repository is None:
         return Denial("no_repository", "this grant covers no repository")
-    if not grant.covers(repository):
-        return Denial("repository_scope", f"this grant covers {grant.repository} only, not {repository}")
+    if denial := scope_denial(grant, repository):
+        return denial
     if grant.read_only and is_push(endpoint, service):
         return Denial("read_only", f"push refused: the {grant.role.value} grant is read-only")
     return None
@@ -92,8 +104,8 @@ def api_denial(grant: Grant, method: str, path: str) -> Denial | None:
             "repository_id", "/repositories/{id} paths are refused: name the repository as /repos/{owner}/{name}"
         )
     repository = api_repository(path)
-    if repository is not None and not grant.covers(repository):
-        return Denial("repository_scope", f"this grant covers {grant.repository} only, not {repository}")
+    if repository is not None and (denial := scope_denial(grant, repository)):
+        return denial
     if grant.read_only and method.upper() not in READ_METHODS:
         return Denial("read_only", f"{method.upper()} refused: the {grant.role.value} grant is read-only")
     return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from datetime import timedelta
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from services.credential_proxy.server import Listening
 from tests.credentials.conftest import OTHER_REPOSITORY, REPOSITORY
 from tests.credentials.sandbox_side import apply_grant, handle_for, occurrences
 from tests.fakes.git_server import GitError, GitServer, git
-from tests.fakes.github import FakeGithub
+from tests.fakes.github import App, FakeGithub
 
 CLONE_URL = f"https://github.com/{REPOSITORY}.git"
 
@@ -273,3 +274,37 @@ class TestServiceParameter:
         assert git_upstream.requests[seen:] == []
         assert answer.status_code == 400
         assert "service parameter once" in answer.text
+
+
+class TestRepositoryName:
+    @pytest.mark.parametrize(
+        ("method", "endpoint"), [("GET", "info/refs?service=git-upload-pack"), ("POST", "git-receive-pack")]
+    )
+    async def test_a_unicode_lookalike_of_the_grant_s_repository_is_403_and_never_forwarded(
+        self,
+        proxy: Listening,
+        github: FakeGithub,
+        github_app: App,
+        credentials: ProxyCredentials,
+        git_upstream: GitServer,
+        sandbox_home: Path,
+        thread_id: str,
+        method: str,
+        endpoint: str,
+    ) -> None:
+        owner = f"k{uuid.uuid4().hex[:8]}"
+        github.install(github_app, owner, ["widgets"])
+        grant = await credentials.issue(
+            handle_for(thread_id, sandbox_home), thread_id=thread_id, role=Role.CODER, repository=f"{owner}/widgets"
+        )
+        command = f"{'0' * 40} {'1' * 40} refs/heads/x\0report-status\n".encode()
+        seen = len(git_upstream.requests)
+        async with httpx.AsyncClient() as client:
+            answer = await client.request(
+                method,
+                f"{proxy.url}/g/{grant.token}/git/%E2%84%AA{owner[1:]}/widgets.git/{endpoint}",  # KELVIN SIGN for k
+                content=f"{len(command) + 4:04x}".encode() + command + b"0000" if method == "POST" else None,
+            )
+        assert git_upstream.requests[seen:] == []
+        assert answer.status_code == 403
+        assert "is not a repository name" in answer.text

@@ -38,6 +38,15 @@ class TestGit:
         assert no_repository is not None
         assert no_repository.reason == "no_repository"
 
+    @pytest.mark.parametrize("repository", ["acme/\u212ait", "acme/k it", "acme/.."])
+    def test_a_name_that_is_no_repository_name_is_refused(self, repository: str) -> None:
+        denial = git_denial(_grant(Role.CODER, "acme/kit"), repository, "info/refs", "git-upload-pack")
+        assert denial is not None
+        assert denial.reason == "repository_name"
+        in_api = api_denial(_grant(Role.CODER, "acme/kit"), "GET", f"repos/{repository}")
+        assert in_api is not None
+        assert in_api.reason in {"repository_name", "path"}
+
 
 class TestApi:
     @pytest.mark.parametrize("method", ["GET", "HEAD", "OPTIONS"])

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from redis.asyncio import Redis
 
-from drydock.credentials import GrantExpired, GrantRevoked, GrantStore, GrantUnknown, digest
+from drydock.credentials import Grant, GrantExpired, GrantRevoked, GrantStore, GrantUnknown, digest
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import ServerKeys
 from drydock.roles import Role
@@ -69,6 +69,14 @@ class TestIssue:
             await store.issue(role=Role.CODER, sandbox_id="s", thread_id=thread_id, repository="x", ttl=timedelta(1))
         with pytest.raises(ValueError, match="ttl must be positive"):
             await store.issue(role=Role.CODER, sandbox_id="s", thread_id=thread_id, repository=None, ttl=timedelta(0))
+
+
+class TestCovers:
+    def test_ascii_case_is_ignored_and_unicode_lookalikes_are_not(self) -> None:
+        now = datetime.now(UTC)
+        grant = Grant("d", Role.CODER, "s1", "t1", "acme/kit", now, now + timedelta(hours=1))
+        assert grant.covers("ACME/Kit")
+        assert not grant.covers("acme/\u212ait")  # KELVIN SIGN, which str.lower() makes "k"
 
 
 class TestUnusable:

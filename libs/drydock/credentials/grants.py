@@ -135,8 +135,9 @@ class Grant:
         return self.role is not Role.CODER
 
     def covers(self, repository: str) -> bool:
-        """Whether ``owner/name`` is this grant's repository (case-insensitive, as on GitHub)."""
-        return self.repository is not None and self.repository.lower() == repository.lower()
+        """Whether ``owner/name`` is this grant's repository (ASCII case-insensitive, as on GitHub:
+        Unicode's lowering would take the Kelvin sign U+212A for ``k``)."""
+        return self.repository is not None and repository.isascii() and self.repository.lower() == repository.lower()
 
 
 @dataclass(frozen=True)
