@@ -4,7 +4,8 @@
   its owner's profile), pushes and API writes (but those that change no code) are refused until the thread's
   newest plan is approved.
 - **Protected paths**: a ``git-receive-pack`` POST is spooled to disk, the paths it changes are
-  listed with real git (:mod:`.push_inspection`), and a push changing a protected path is held
+  listed with real git (:mod:`.push_inspection`), and a push changing a protected path, or
+  adding or changing a symbolic link or a gitlink anywhere, is held
   (a signed record keyed by its exact ref updates), announced once (a ``push_held`` event and a
   notice in the source channel) and answered with git's own report of a rejected ref, which
   ``git push`` shows as ``! [remote rejected] … (held …)``. The same push after the owner's
@@ -227,12 +228,14 @@ async def receive_pack(
         except MalformedPush as error:
             return refusal("git", 400, f"push refused: {error}")
         try:
-            paths = await ctx.mirrors.changed_paths(repository, authorization, decoded, push)
+            changes = await ctx.mirrors.changes(repository, authorization, decoded, push)
         except InspectionFailed as error:
             log.error("push inspection failed", thread_id=grant.thread_id, repository=repository, error=describe(error))
             return refusal("git", 502, "push refused: the proxy could not inspect it for protected paths; try again")
         spec = PathSpec.from_lines("gitignore", patterns)
-        protected = tuple(sorted(path for path in paths if spec.match_file(path)))
+        # A symbolic link or a submodule can put what an unprotected path holds where a protected
+        # path is read (a link over .github/workflows), which no pattern sees: each is held too.
+        protected = tuple(sorted({path for path in changes.paths if spec.match_file(path)} | changes.links))
         if protected:
             change = change_id(repository, push.updates)
             existing = await ctx.approvals.push(grant.thread_id, change)

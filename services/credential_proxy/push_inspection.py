@@ -18,7 +18,8 @@ written by a push), and lists
   or tag has (``git log --not --branches --tags``): a branch's first push, and commits that a
   later commit reverts, count too.
 
-A deletion changes no path. Revisions go to git on its standard input, never as arguments, and a
+with the mode each path has after the push, so that symbolic links and gitlinks are told apart
+(:class:`Changes`). A deletion changes no path. Revisions go to git on its standard input, never as arguments, and a
 push updating more than :data:`MAX_UPDATES` refs is refused before any git runs.
 """
 
@@ -156,8 +157,36 @@ async def _git(*args: str, env: Mapping[str, str], stdin: int | bytes | None = N
     return out
 
 
-def _names(output: bytes) -> set[str]:
-    return {name.strip("\n") for name in output.decode("utf-8", "surrogateescape").split("\0") if name.strip("\n")}
+LINK_MODES = frozenset({"120000", "160000"})
+"""A symbolic link and a gitlink (a submodule's commit)."""
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What a push changes: every path, and those it makes a symbolic link or a gitlink."""
+
+    paths: frozenset[str] = frozenset()
+    links: frozenset[str] = frozenset()
+
+    def __or__(self, other: Changes) -> Changes:
+        return Changes(self.paths | other.paths, self.links | other.links)
+
+
+def _changes(output: bytes) -> Changes:
+    """The changes in ``--raw -z`` output: ``:old-mode new-mode old new status``, then the path."""
+    paths: set[str] = set()
+    links: set[str] = set()
+    fields = iter(output.decode("utf-8", "surrogateescape").split("\0"))
+    for field in fields:
+        header = field.strip("\n")
+        if not header.startswith(":"):
+            continue
+        path = next(fields, "")
+        paths.add(path)
+        modes = header[1:].split(" ")
+        if len(modes) > 1 and modes[1] in LINK_MODES:
+            links.add(path)
+    return Changes(frozenset(paths), frozenset(links))
 
 
 async def _commits(oids: list[str], env: Mapping[str, str]) -> list[str]:
@@ -204,11 +233,11 @@ class Mirrors:
             )  # fmt: skip
         return mirror
 
-    async def changed_paths(self, repository: str, authorization: str, body: Path, push: PushRequest) -> set[str]:
+    async def changes(self, repository: str, authorization: str, body: Path, push: PushRequest) -> Changes:
         """Every path the push in ``body`` (a receive-pack request, spooled) changes."""
         created = [u for u in push.updates if u.new != ZERO_ID]
         if not created:
-            return set()
+            return Changes()
         mirror = await self._fetch(repository, authorization)
         quarantine = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="push-", dir=self._root))
         try:
@@ -224,22 +253,22 @@ class Mirrors:
                 with body.open("rb") as stream:
                     stream.seek(push.pack_offset)
                     await _git("index-pack", "--stdin", "--fix-thin", env=env, stdin=stream.fileno())
-            paths: set[str] = set()
+            changes = Changes()
             updated = [u for u in created if u.old != ZERO_ID]
             if updated:
                 commits = await _commits([oid for u in updated for oid in (u.new, u.old)], env)
                 # A line "new old" diffs the commit new against old, given as its only parent.
                 pairs = "".join(f"{commits[i]} {commits[i + 1]}\n" for i in range(0, len(commits), 2))
                 diff = await _git(
-                    "diff-tree", "--stdin", "--no-commit-id", "-r", "-z", "--name-only", "--no-renames",
+                    "diff-tree", "--stdin", "--no-commit-id", "-r", "-z", "--raw", "--no-renames",
                     env=env, stdin=pairs.encode(),
                 )  # fmt: skip
-                paths |= _names(diff)
+                changes |= _changes(diff)
             log = await _git(
-                "log", "--format=", "--name-only", "-z", "--no-renames", "--diff-merges=first-parent",
+                "log", "--format=", "--raw", "-z", "--no-renames", "--diff-merges=first-parent",
                 "--stdin", "--not", "--branches", "--tags",
                 env=env, stdin="".join(f"{u.new}\n" for u in created).encode(),
             )  # fmt: skip
-            return paths | _names(log)
+            return changes | _changes(log)
         finally:
             await asyncio.to_thread(shutil.rmtree, quarantine, True)

@@ -1,10 +1,12 @@
 """Reading a receive-pack request's commands (:mod:`services.credential_proxy.push_inspection`):
 the ref updates and capabilities, push options skipped, git's probe of a large push (a lone
 flush), and malformed bodies or too many ref updates refused with a reason; through the proxy,
-updates of refs to commits upstream already has, and git that cannot start."""
+updates of refs to commits upstream already has, git that cannot start, and links over protected
+paths."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 
@@ -16,8 +18,8 @@ from drydock.roles import Role
 from services.credential_proxy.push_inspection import MAX_UPDATES, MalformedPush, parse_request
 from services.credential_proxy.server import Listening
 from tests.credentials.conftest import REPOSITORY
-from tests.credentials.sandbox_side import handle_for
-from tests.fakes.git_server import GitServer, git, isolated_git_env
+from tests.credentials.sandbox_side import apply_grant, handle_for
+from tests.fakes.git_server import GitError, GitServer, git, isolated_git_env
 
 OLD, NEW = "a" * 40, "b" * 40
 
@@ -197,3 +199,47 @@ class TestUpdatesToKnownCommits:
         assert answer.status_code == 200
         assert b"held for the thread owner's approval" in answer.content
         assert [r.path for r in git_upstream.requests[seen:] if r.path.endswith("git-receive-pack")] == []
+
+
+class TestLinks:
+    """A symbolic link or a gitlink can put what an unprotected path holds where a protected path
+    is read; a push adding one is held wherever it is, and a push of plain files is not."""
+
+    async def push(self, credentials: ProxyCredentials, sandbox_home: Path, thread_id: str, change: str) -> str:
+        grant = await credentials.issue(
+            handle_for(thread_id, sandbox_home), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
+        )
+        env = await apply_grant(grant, sandbox_home)
+        work = sandbox_home / "widgets"
+        await git("clone", "-q", f"https://github.com/{REPOSITORY}.git", str(work), env=env)
+        (work / "ci").mkdir()
+        (work / "ci" / "evil.yml").write_text("on: push\n")
+        if change == "symlink":
+            (work / ".github").mkdir()
+            os.symlink("../ci", work / ".github" / "workflows")
+        await git("add", "-A", cwd=work, env=env)
+        if change == "gitlink":
+            head = (await git("rev-parse", "HEAD", cwd=work, env=env)).strip()
+            await git("update-index", "--add", "--cacheinfo", f"160000,{head},.github/workflows", cwd=work, env=env)
+        await git("commit", "-q", "-m", change, cwd=work, env=env)
+        try:
+            return await git(
+                "push", "--porcelain", "origin", f"HEAD:refs/heads/links-{uuid.uuid4().hex[:8]}", cwd=work, env=env
+            )
+        except GitError as error:
+            return str(error)
+
+    @pytest.mark.parametrize("change", ["symlink", "gitlink"])
+    async def test_a_link_over_a_protected_directory_is_held(
+        self, change: str, proxy: Listening, credentials: ProxyCredentials, sandbox_home: Path, thread_id: str
+    ) -> None:
+        answer = await self.push(credentials, sandbox_home, thread_id, change)
+        assert "changes protected paths: `.github/workflows`" in answer
+        assert "Held until this thread's owner approves" in answer
+
+    async def test_plain_files_outside_protected_paths_are_pushed(
+        self, proxy: Listening, credentials: ProxyCredentials, sandbox_home: Path, thread_id: str
+    ) -> None:
+        answer = await self.push(credentials, sandbox_home, thread_id, "plain")
+        assert "held" not in answer
+        assert "[new branch]" in answer
