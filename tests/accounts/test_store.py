@@ -92,9 +92,10 @@ class TestProfilesAndTeam:
         await store.save_profile(profile)
         assert await store.profile("ada") == profile
 
-    def test_a_branch_prefix_that_git_cannot_use_is_refused(self) -> None:
+    @pytest.mark.parametrize("prefix", ["../main", "ada/\n"])
+    def test_a_branch_prefix_that_git_cannot_use_is_refused(self, prefix: str) -> None:
         with pytest.raises(ValidationError, match="branch prefix"):
-            UserProfile(user_id="ada", branch_prefix="../main")
+            UserProfile(user_id="ada", branch_prefix=prefix)
 
     async def test_team_models_per_role_round_trip(self, store: AccountsStore) -> None:
         team = TeamDefaults(models={"coder": RoleModel(model="gpt-5", effort="low"), "reviewer": RoleModel(model="o3")})
@@ -117,7 +118,14 @@ class TestProfilesAndTeam:
 
     @pytest.mark.parametrize(
         ("field", "value"),
-        [("default_repository", "no-slash"), ("allowed_organizations", ("bad org",)), ("mention_handle", "drydock")],
+        [
+            ("default_repository", "no-slash"),
+            ("default_repository", "acme/api\n"),
+            ("allowed_organizations", ("bad org",)),
+            ("allowed_organizations", ("acme\n",)),
+            ("mention_handle", "drydock"),
+            ("mention_handle", "@drydock\n"),
+        ],
     )
     def test_invalid_team_values_are_refused(self, field: str, value: object) -> None:
         with pytest.raises(ValidationError):

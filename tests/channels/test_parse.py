@@ -67,11 +67,16 @@ class TestGithub:
         with pytest.raises(MalformedDelivery, match="X-GitHub-Event"):
             github(event, {})
 
-    def test_an_owner_name_that_cannot_be_a_repository(self) -> None:
+    @pytest.mark.parametrize("owner", ["ac:me", ".", "..", "acme\n"])
+    def test_an_owner_name_that_cannot_be_a_repository(self, owner: str) -> None:
         payload = webhooks.issue_comment("acme", "api", 1, "hi")
-        payload["repository"]["owner"]["login"] = "ac:me"
-        with pytest.raises(MalformedDelivery, match="invalid characters"):
+        payload["repository"]["owner"]["login"] = owner
+        with pytest.raises(MalformedDelivery, match="not a GitHub name"):
             github("issue_comment", payload)
+
+    def test_a_delivery_id_ending_in_a_newline(self) -> None:
+        with pytest.raises(MalformedDelivery, match="X-GitHub-Delivery"):
+            github("ping", webhooks.ping(), **{"x-github-delivery": "d-1\n"})
 
 
 class TestSlack:
@@ -84,9 +89,15 @@ class TestSlack:
         ignored = slack_parse.parse_event(headers, body, bot_user_id="U0ME")
         assert ignored.ignored == "a channel message mentioning the bot is routed as its app_mention"
 
-    def test_bad_timestamps_are_malformed(self) -> None:
-        payload = fake_slack.app_mention("C1", "yesterday", "<@U0DRYBOT> hi")
+    @pytest.mark.parametrize("ts", ["yesterday", "1.000001\n"])
+    def test_bad_timestamps_are_malformed(self, ts: str) -> None:
+        payload = fake_slack.app_mention("C1", ts, "<@U0DRYBOT> hi")
         with pytest.raises(MalformedDelivery, match="Slack timestamp"):
+            slack_parse.parse_event({"content-type": "application/json"}, json.dumps(payload).encode())
+
+    def test_an_id_ending_in_a_newline_is_malformed(self) -> None:
+        payload = fake_slack.app_mention("C1\n", "1.000001", "<@U0DRYBOT> hi")
+        with pytest.raises(MalformedDelivery, match="'channel' is not a Slack id"):
             slack_parse.parse_event({"content-type": "application/json"}, json.dumps(payload).encode())
 
 

@@ -5,7 +5,10 @@ answered with a 2xx or a 4xx that says why, never a 5xx, and nothing is publishe
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from drydock.channels.payload import MAX_DEPTH
 from tests.fakes import linear as fake_linear
@@ -70,11 +73,42 @@ class TestIds:
         async with start_ingress(slack={"bot_user_id": "U0DRYDOCK"}) as running:
             await refused(running, signing.slack_event(SLACK_SECRET, payload), 400, "'event.user'")
 
+    async def test_a_slack_timestamp_ending_in_a_newline(self, start_ingress: StartIngress) -> None:
+        payload = fake_slack.app_mention("C0CHAN", "1712345678.000100\n", "<@U0DRYDOCK> hi")
+        async with start_ingress(slack={"bot_user_id": "U0DRYDOCK"}) as running:
+            await refused(running, signing.slack_event(SLACK_SECRET, payload), 400, "'ts' is not a Slack timestamp")
+
     async def test_a_linear_user_with_whitespace(self, start_ingress: StartIngress) -> None:
         issue = fake_linear.LinearIssue("issue-1", "DRY-1", "Title")
         payload = fake_linear.comment_created(issue, "@drydock hi", user_id="user 1")
         async with start_ingress() as running:
             await refused(running, signing.linear(LINEAR_SECRET, payload), 400, "'data.userId'")
+
+
+REPOSITORY_EVENTS: dict[str, Callable[[str], dict[str, Any]]] = {
+    "issue_comment": lambda repo: webhooks.issue_comment(ORG, repo, 1, "@drydock hi"),
+    "issues": lambda repo: webhooks.issues_opened(ORG, repo, 2, "title", "@drydock hi"),
+    "pull_request": lambda repo: webhooks.pull_request(ORG, repo, 3, "opened"),
+    "pull_request_review_comment": lambda repo: webhooks.review_comment(ORG, repo, 3, "@drydock hi"),
+}
+
+
+class TestRepositoryNames:
+    @pytest.mark.parametrize("event", list(REPOSITORY_EVENTS))
+    @pytest.mark.parametrize(
+        ("owner", "name"), [("..", None), (".", None), (None, "."), (None, ".."), (ORG + "\n", None)]
+    )
+    async def test_a_name_that_is_no_repository_is_refused(
+        self, start_ingress: StartIngress, repo: str, event: str, owner: str | None, name: str | None
+    ) -> None:
+        payload = REPOSITORY_EVENTS[event](repo)
+        if owner is not None:
+            payload["repository"]["owner"]["login"] = owner
+        if name is not None:
+            payload["repository"]["name"] = name
+        async with start_ingress() as running:
+            await trust(running, repo)
+            await refused(running, signing.github(GITHUB_SECRET, event, payload), 400, "not a GitHub name")
 
 
 class TestEventNames:

@@ -13,9 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from drydock.roles import Role
 
-REPOSITORY_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-ORGANIZATION_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?$")
-HANDLE_PATTERN = re.compile(r"^@[A-Za-z0-9][A-Za-z0-9_.-]*$")
+REPOSITORY_PATTERN = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+ORGANIZATION_PATTERN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
+HANDLE_PATTERN = re.compile(r"@[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 class Provider(StrEnum):
@@ -31,7 +31,7 @@ _DOTS = frozenset({".", ".."})
 
 def repository_name(value: str) -> str:
     """Validate ``owner/name``; raise ``ValueError`` with the reason."""
-    if not REPOSITORY_PATTERN.match(value):
+    if not REPOSITORY_PATTERN.fullmatch(value):
         raise ValueError(f"{value!r} is not a repository name of the form owner/name")
     owner, name = value.split("/")
     if owner in _DOTS or name in _DOTS:
@@ -43,7 +43,7 @@ class Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-BRANCH_PREFIX_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+BRANCH_PREFIX_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*")
 
 
 class UserProfile(Record):
@@ -71,7 +71,7 @@ class UserProfile(Record):
     @field_validator("branch_prefix")
     @classmethod
     def _branch_prefix(cls, value: str | None) -> str | None:
-        if value is not None and (not BRANCH_PREFIX_PATTERN.match(value) or ".." in value):
+        if value is not None and (not BRANCH_PREFIX_PATTERN.fullmatch(value) or ".." in value):
             raise ValueError(f"{value!r} is not a usable branch prefix")
         return value
 
@@ -152,7 +152,7 @@ class TeamDefaults(Record):
     @classmethod
     def _organizations(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for org in value:
-            if not ORGANIZATION_PATTERN.match(org):
+            if not ORGANIZATION_PATTERN.fullmatch(org):
                 raise ValueError(f"{org!r} is not a GitHub organization name")
         return tuple(dict.fromkeys(org.lower() for org in value))
 
@@ -168,7 +168,7 @@ class TeamDefaults(Record):
     @field_validator("mention_handle")
     @classmethod
     def _handle(cls, value: str | None) -> str | None:
-        if value is not None and not HANDLE_PATTERN.match(value):
+        if value is not None and not HANDLE_PATTERN.fullmatch(value):
             raise ValueError(f"{value!r} is not a handle of the form @name")
         return value
 

@@ -23,7 +23,7 @@ try:
 except ImportError:  # pragma: no cover - the standard library is the fallback
     _loads = json.loads
 
-DELIVERY_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+DELIVERY_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 """What a delivery id may look like: it becomes part of a Redis key and a ``Nats-Msg-Id``."""
 
 
@@ -31,7 +31,7 @@ def delivery_id(value: str | None, name: str) -> str:
     """Validate a delivery id taken from the header or field ``name``."""
     if not value:
         raise MalformedDelivery(f"missing {name}")
-    if not DELIVERY_ID.match(value):
+    if not DELIVERY_ID.fullmatch(value):
         raise MalformedDelivery(f"{name} is not a delivery id")
     return value
 

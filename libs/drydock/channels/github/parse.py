@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
+from drydock.accounts import repository_name
 from drydock.bus.envelopes import Channel, GithubEvent, ReplyAddress
 from drydock.channels.commands import looks_like_autofix_command
 from drydock.channels.errors import MalformedDelivery
@@ -43,8 +44,7 @@ from drydock.threads.pr_records import BRANCH_PREFIX, branch_short_id
 
 EVENT_HEADER = "x-github-event"
 DELIVERY_HEADER = "x-github-delivery"
-_EVENT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+_EVENT_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 FORWARDED_EVENTS = frozenset(
     {"check_run", "check_suite", "workflow_run", "pull_request", "pull_request_review", "pull_request_review_comment"}
@@ -76,9 +76,10 @@ class _Context:
         repository = obj(payload, "repository")
         self.owner = string(obj(repository, "owner"), "login")
         self.repo = string(repository, "name")
-        for part in (self.owner, self.repo):
-            if not _NAME.match(part):
-                raise MalformedDelivery("repository owner or name has invalid characters")
+        try:
+            repository_name(self.full_name)
+        except ValueError:
+            raise MalformedDelivery("repository owner or name is not a GitHub name") from None
         installation = optional_obj(payload, "installation")
         self.installation_id = identifier(installation, "id") if installation else None
 
@@ -326,7 +327,7 @@ def parse(headers: Mapping[str, str], body: bytes, *, host: str, app_slug: str |
     are not what GitHub sends for the event."""
     delivery = delivery_id(headers.get(DELIVERY_HEADER), "X-GitHub-Delivery header")
     event = headers.get(EVENT_HEADER, "")
-    if not _EVENT_NAME.match(event):
+    if not _EVENT_NAME.fullmatch(event):
         raise MalformedDelivery("missing or invalid X-GitHub-Event header")
     payload = _payload(headers, body)
     if event == "ping":

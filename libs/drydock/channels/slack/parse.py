@@ -28,8 +28,8 @@ from drydock.channels.payload import (
 from drydock.channels.slack.conversation import SlackConversation
 
 RETRY_HEADER = "x-slack-retry-num"
-_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-_TS = re.compile(r"^\d{1,12}\.\d{1,9}$")
+_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_TS = re.compile(r"\d{1,12}\.\d{1,9}")
 ROUTED_SUBTYPES = frozenset({"file_share", "thread_broadcast"})
 
 
@@ -39,14 +39,14 @@ def _content_type(headers: Mapping[str, str]) -> str:
 
 def _id(parent: Object, key: str) -> str:
     value = string(parent, key)
-    if not _ID.match(value):
+    if not _ID.fullmatch(value):
         raise MalformedDelivery(f"'{key}' is not a Slack id")
     return value
 
 
 def _ts(parent: Object, key: str) -> str:
     value = string(parent, key)
-    if not _TS.match(value):
+    if not _TS.fullmatch(value):
         raise MalformedDelivery(f"'{key}' is not a Slack timestamp")
     return value
 
