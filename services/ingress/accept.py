@@ -99,6 +99,7 @@ class Ingress:
         self.metadata = ThreadMetadataStore(redis, runtime.keys)
         self.routing = Routing(
             self.accounts,
+            self.metadata,
             LinkCodes(redis, runtime.keys, self.accounts),
             Authorizer(membership, github),
             ModelCatalog.with_extra(settings.models.extra_models),

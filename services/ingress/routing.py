@@ -45,7 +45,7 @@ from drydock.model_catalog import ModelCatalog, ModelChoice, ModelError
 from drydock.roles import Role
 from drydock.threads import ids
 from drydock.threads.fields import EFFORT, MODEL, new_thread_fields
-from drydock.threads.metadata import Changes
+from drydock.threads.metadata import Changes, ThreadMetadataStore
 from drydock.threads.pr_records import branch_short_id
 from services.ingress import resolve_thread
 from services.ingress.authorize import Authorizer
@@ -217,6 +217,7 @@ class Routing:
     def __init__(
         self,
         accounts: AccountsStore,
+        metadata: ThreadMetadataStore,
         link_codes: LinkCodes,
         authorizer: Authorizer,
         models: ModelCatalog,
@@ -226,6 +227,7 @@ class Routing:
     ) -> None:
         self._owner_commands = owner_commands
         self._accounts = accounts
+        self._metadata = metadata
         self._link_codes = link_codes
         self._authorizer = authorizer
         self._models = models
@@ -238,7 +240,7 @@ class Routing:
             case ReviewRequest():
                 return await self._review(intent, lookup)
             case BranchPush():
-                return self._push(intent, lookup)
+                return await self._push(intent, lookup)
             case Forward():
                 return Publish(intent.event)
         raise TypeError(f"unknown intent {intent!r}")
@@ -263,7 +265,7 @@ class Routing:
             settings = lookup.repository(intent.repository) if intent.repository else None
             if settings is not None and settings.reviewer:
                 return await self._review_mention(intent, lookup)
-        thread_id, agent_pull_request = resolve_thread.resolve(intent.conversation, lookup)
+        thread_id, agent_pull_request = await resolve_thread.resolve(intent.conversation, lookup, self._metadata)
         state = lookup.threads.get(thread_id)
         existing = agent_pull_request or state is not None
         mentioned = intent.addressed or mentions(intent.text, handle)
@@ -380,10 +382,10 @@ class Routing:
         )
         return Route(Role.REVIEWER, message, create=new_thread_fields(message, created_by="ingress"))
 
-    def _push(self, intent: BranchPush, lookup: Lookup) -> Decision:
+    async def _push(self, intent: BranchPush, lookup: Lookup) -> Decision:
         if intent.sender.bot:
             return Skip("a push by a bot or the agent itself")
-        thread_id = resolve_thread.agent_branch_thread(lookup, intent.full_name, intent.branch)
+        thread_id = await resolve_thread.agent_branch_thread(lookup, self._metadata, intent.full_name, intent.branch)
         if thread_id is None:
             return Skip(f"branch {intent.branch} belongs to no thread")
         message = InboxMessage(

@@ -3,12 +3,15 @@ what the reviewer and the autofix controller receive."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from structlog.testing import capture_logs
 
 from drydock.accounts import Provider, RepositorySettings
 from drydock.bus import Trigger
 from drydock.roles import Role
 from drydock.threads import ids
+from drydock.threads.fields import REPOSITORY
 from drydock.threads.pr_records import PullRequestRecord, branch_name
 from services.ingress.routing import asks_for_review
 from tests.fakes import signing
@@ -27,6 +30,20 @@ async def nothing_published(running: RunningIngress, request: signing.SignedRequ
     assert await running.stream_marks() == before
     body: dict[str, object] = response.json()
     return body
+
+
+async def started(running: RunningIngress, thread_id: str, repo: str) -> None:
+    """A coder thread on ``repo`` as the ingress starts one: its metadata and its short id."""
+    await running.metadata.create(thread_id, kind=Role.CODER, fields={REPOSITORY: f"{ORG}/{repo}"})
+    await running.records.remember_thread(thread_id)
+
+
+def from_fork(payload: dict[str, Any], outsider: str = "mallory") -> dict[str, Any]:
+    """``payload`` as if its pull request's head were a branch of ``outsider``'s fork."""
+    head = payload["pull_request"]["head"]
+    head["repo"] = webhooks.repository(outsider, payload["repository"]["name"])
+    head["label"] = f"{outsider}:{head['ref']}"
+    return payload
 
 
 class TestTriggers:
@@ -185,7 +202,7 @@ class TestThreadIds:
         async with start_ingress() as running:
             await trust(running, repo)
             creating = ids.github_issue(HOST, ORG, repo, 30)
-            await running.records.remember_thread(creating)
+            await started(running, creating, repo)
             payload = webhooks.review_comment(ORG, repo, 31, "nit: spacing", head_ref=branch_name(creating, "x"))
             await running.send(signing.github(GITHUB_SECRET, "pull_request_review_comment", payload))
             (message,) = await running.inbox(creating)
@@ -211,6 +228,84 @@ class TestThreadIds:
             assert message.references["review_state"] == "changes_requested"
             empty = webhooks.review(ORG, repo, 46, None, state="approved")
             await nothing_published(running, signing.github(GITHUB_SECRET, "pull_request_review", empty))
+
+
+class TestForkBranches:
+    async def test_a_fork_branch_named_like_the_agents_is_its_own_pull_request(
+        self, start_ingress: StartIngress, repo: str
+    ) -> None:
+        async with start_ingress() as running:
+            await trust(running, repo)
+            creating = ids.github_issue(HOST, ORG, repo, 80)
+            branch = branch_name(creating, "fix the bug")
+            await started(running, creating, repo)
+            await running.records.record(PullRequestRecord(HOST, f"{ORG}/{repo}", 81, creating, branch))
+            for number, event, payload in [
+                (
+                    82,
+                    "pull_request_review_comment",
+                    webhooks.review_comment(ORG, repo, 82, "looks odd", head_ref=branch),
+                ),
+                (83, "pull_request_review", webhooks.review(ORG, repo, 83, "a few nits", head_ref=f"x-{branch}")),
+            ]:
+                response = await running.send(signing.github(GITHUB_SECRET, event, from_fork(payload)))
+                assert response.status_code == 200, response.text
+                assert await running.inbox(ids.github_pr(HOST, ORG, repo, number)) == [], "no mention starts no thread"
+            assert await running.inbox(creating) == []
+            assert await running.wakes(Role.CODER, creating) == 0
+
+    async def test_a_mention_on_a_fork_pull_request_starts_its_own_thread(
+        self, start_ingress: StartIngress, repo: str
+    ) -> None:
+        async with start_ingress() as running:
+            await trust(running, repo)
+            creating = ids.github_issue(HOST, ORG, repo, 84)
+            branch = branch_name(creating, "fix the bug")
+            await started(running, creating, repo)
+            await running.records.record(PullRequestRecord(HOST, f"{ORG}/{repo}", 85, creating, branch))
+            payload = from_fork(webhooks.review_comment(ORG, repo, 86, "@drydock what is this?", head_ref=branch))
+            response = await running.send(signing.github(GITHUB_SECRET, "pull_request_review_comment", payload))
+            assert response.json()["threads"][0]["thread_id"] == ids.github_pr(HOST, ORG, repo, 86)
+            assert await running.inbox(creating) == []
+
+    async def test_a_deleted_fork_is_no_agent_branch(self, start_ingress: StartIngress, repo: str) -> None:
+        async with start_ingress() as running:
+            await trust(running, repo)
+            creating = ids.github_issue(HOST, ORG, repo, 87)
+            await started(running, creating, repo)
+            payload = webhooks.review(ORG, repo, 88, "a few nits", head_ref=branch_name(creating, "x"))
+            payload["pull_request"]["head"]["repo"] = None
+            await nothing_published(running, signing.github(GITHUB_SECRET, "pull_request_review", payload))
+
+    async def test_the_same_branch_in_the_repository_itself_reaches_the_agents_thread(
+        self, start_ingress: StartIngress, repo: str
+    ) -> None:
+        async with start_ingress() as running:
+            await trust(running, repo)
+            creating = ids.github_issue(HOST, ORG, repo, 89)
+            branch = branch_name(creating, "fix the bug")
+            await started(running, creating, repo)
+            await running.records.record(PullRequestRecord(HOST, f"{ORG}/{repo}", 90, creating, branch))
+            payload = webhooks.review_comment(ORG, repo, 91, "looks odd", head_ref=branch)
+            await running.send(signing.github(GITHUB_SECRET, "pull_request_review_comment", payload))
+            (message,) = await running.inbox(creating)
+            assert message.references["pull_request"] == "91"
+
+    async def test_a_short_id_names_no_thread_of_another_repository(
+        self, start_ingress: StartIngress, repo: str
+    ) -> None:
+        other = f"{repo}-other"
+        async with start_ingress() as running:
+            await trust(running, repo)
+            await trust(running, other)
+            creating = ids.github_issue(HOST, ORG, repo, 92)
+            branch = branch_name(creating, "fix the bug")
+            await started(running, creating, repo)
+            review = webhooks.review(ORG, other, 93, "what is this?", head_ref=branch)
+            await nothing_published(running, signing.github(GITHUB_SECRET, "pull_request_review", review))
+            push = webhooks.push(ORG, other, branch, commits=1)
+            await nothing_published(running, signing.github(GITHUB_SECRET, "push", push))
+            assert await running.inbox(creating) == []
 
 
 class TestReviewer:
@@ -426,7 +521,7 @@ class TestPushes:
     ) -> None:
         async with start_ingress() as running:
             creating = ids.github_issue(HOST, ORG, repo, 74)
-            await running.records.remember_thread(creating)
+            await started(running, creating, repo)
             branch = branch_name(creating, "speed up", prefix="ada/")
             await running.send(signing.github(GITHUB_SECRET, "push", webhooks.push(ORG, repo, branch, commits=1)))
             (message,) = await running.inbox(creating)

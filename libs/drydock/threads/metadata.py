@@ -324,6 +324,10 @@ class ThreadMetadataStore:
         """Queue :meth:`find`'s read; :meth:`ThreadMetadata.from_reply` decodes its reply."""
         pipe.hgetall(self._keys.thread(thread_id))
 
+    async def known(self, thread_id: str) -> KnownThread | None:
+        """Whether the thread exists, with its kind and repository (:meth:`queue_known` alone)."""
+        return KnownThread.from_reply(await self._redis.hmget(self._keys.thread(thread_id), [KIND, REPOSITORY]))
+
     def queue_known(self, pipe: Queue, thread_id: str) -> None:
         """Queue the read of whether the thread exists, with its kind and repository;
         :meth:`KnownThread.from_reply` decodes its reply."""

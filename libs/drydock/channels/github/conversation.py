@@ -12,7 +12,8 @@ from drydock.threads import ids
 
 @dataclass(frozen=True)
 class GithubConversation(Conversation):
-    """An issue or a pull request; ``head_ref`` is known for events that carry the pull request."""
+    """An issue or a pull request; ``head_ref`` is known for events that carry the pull request,
+    and only when its head branch is in the repository itself (not a fork's)."""
 
     source: ClassVar[Channel] = Channel.GITHUB
 

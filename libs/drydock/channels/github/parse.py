@@ -179,11 +179,19 @@ def _pull_request_facts(ctx: _Context) -> tuple[Object, int, str, str]:
     return pull, integer(pull, "number"), string(head, "ref"), string(head, "sha")
 
 
+def _own_branch(ctx: _Context, pull: Object, head_ref: str) -> str | None:
+    """The head branch when it is in the repository itself; a fork's branch (or a deleted
+    fork's) is named by whoever forked, so it never identifies an agent's branch."""
+    head_repo = optional_obj(obj(pull, "head"), "repo")
+    full_name = optional_string(head_repo, "full_name") if head_repo is not None else None
+    return head_ref if full_name is not None and full_name.lower() == ctx.full_name.lower() else None
+
+
 def _review_comment(ctx: _Context) -> Delivery:
     if ctx.action != "created":
         return ctx.ignored(f"pull_request_review_comment action {ctx.action!r} is not routed")
     comment = obj(ctx.payload, "comment")
-    _, number, head_ref, head_sha = _pull_request_facts(ctx)
+    pull, number, head_ref, head_sha = _pull_request_facts(ctx)
     comment_id = identifier(comment, "id")
     thread_root = str(comment.get("in_reply_to_id") or comment_id)
     references = ctx.references(
@@ -199,7 +207,7 @@ def _review_comment(ctx: _Context) -> Delivery:
     message = Message(
         delivery_id=ctx.delivery_id,
         event="pull_request_review_comment.created",
-        conversation=ctx.conversation(number, pull_request=True, head_ref=head_ref),
+        conversation=ctx.conversation(number, pull_request=True, head_ref=_own_branch(ctx, pull, head_ref)),
         sender=ctx.sender("comment.user", optional_string(comment, "author_association")),
         text=optional_string(comment, "body") or "",
         reply_to=ctx.reply_to(number, kind="pull_request", review_comment_id=thread_root),
@@ -218,7 +226,7 @@ def _review(ctx: _Context) -> Delivery:
     forwards = (_forward(ctx),) if changes_requested else ()
     if not body:
         return ctx.routed(*forwards) if forwards else ctx.ignored("a review without a body carries no message")
-    _, number, head_ref, head_sha = _pull_request_facts(ctx)
+    pull, number, head_ref, head_sha = _pull_request_facts(ctx)
     references = ctx.references(
         pull_request=str(number),
         review_id=identifier(review, "id"),
@@ -231,7 +239,7 @@ def _review(ctx: _Context) -> Delivery:
     message = Message(
         delivery_id=ctx.delivery_id,
         event="pull_request_review.submitted",
-        conversation=ctx.conversation(number, pull_request=True, head_ref=head_ref),
+        conversation=ctx.conversation(number, pull_request=True, head_ref=_own_branch(ctx, pull, head_ref)),
         sender=ctx.sender("review.user", optional_string(review, "author_association")),
         text=body,
         reply_to=ctx.reply_to(number, kind="pull_request"),
@@ -260,7 +268,7 @@ def _pull_request(ctx: _Context) -> Delivery:
     review = ReviewRequest(
         delivery_id=ctx.delivery_id,
         event=f"pull_request.{ctx.action}",
-        conversation=ctx.conversation(number, pull_request=True, head_ref=head_ref),
+        conversation=ctx.conversation(number, pull_request=True, head_ref=_own_branch(ctx, pull, head_ref)),
         sender=ctx.sender("pull_request.user", optional_string(pull, "author_association")),
         action=ctx.action or "",
         title=optional_string(pull, "title") or "",
