@@ -283,7 +283,9 @@ class Routing:
             )
         ):
             author = f"{sender.channel.value}:{sender.external_id}"
-            outcome = await self._owner_commands.approve(thread_id, user_id=user_id, author=author)
+            outcome = await self._owner_commands.approve(
+                thread_id, user_id=user_id, author=author, written_at=intent.written_at
+            )
             if outcome.answer is not None:
                 return Reply(intent.reply_to, outcome.answer)
         if intent.addressed and intent.sender.channel is not Channel.GITHUB:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
@@ -74,6 +75,25 @@ class TestGithub:
         with pytest.raises(MalformedDelivery, match="not a GitHub name"):
             github("issue_comment", payload)
 
+    def test_a_comment_and_a_review_say_when_they_were_written(self) -> None:
+        payload = webhooks.issue_comment("acme", "api", 5, "hi")
+        payload["comment"]["created_at"] = "2026-12-01T10:00:00Z"
+        (message,) = github("issue_comment", payload).intents
+        assert isinstance(message, Message)
+        assert message.written_at == datetime(2026, 12, 1, 10, tzinfo=UTC)
+        review = webhooks.review("acme", "api", 5, "nits")
+        review["review"]["submitted_at"] = "2026-12-01T11:00:00Z"
+        (message,) = github("pull_request_review", review).intents
+        assert isinstance(message, Message)
+        assert message.written_at == datetime(2026, 12, 1, 11, tzinfo=UTC)
+
+    @pytest.mark.parametrize("value", ["yesterday", "2026-12-01T10:00:00"])
+    def test_a_time_that_is_none_is_malformed(self, value: str) -> None:
+        payload = webhooks.issue_comment("acme", "api", 5, "hi")
+        payload["comment"]["created_at"] = value
+        with pytest.raises(MalformedDelivery, match="'created_at' is not a time"):
+            github("issue_comment", payload)
+
     def test_a_delivery_id_ending_in_a_newline(self) -> None:
         with pytest.raises(MalformedDelivery, match="X-GitHub-Delivery"):
             github("ping", webhooks.ping(), **{"x-github-delivery": "d-1\n"})
@@ -109,6 +129,17 @@ class TestLinear:
         first = linear_parse.parse(headers, body)
         assert first.delivery_id.startswith("sha256-")
         assert linear_parse.parse(headers, body).delivery_id == first.delivery_id
+
+    def test_a_comment_and_a_prompt_say_when_they_were_written(self) -> None:
+        issue = fake_linear.LinearIssue("i-1", "DRY-1", "t")
+        comment = fake_linear.comment_created(issue, "@drydock approve")
+        comment["data"]["createdAt"] = "2026-12-01T10:00:00.000Z"
+        prompt = fake_linear.agent_session_prompted(issue, "session-1", "approve")
+        prompt["agentActivity"]["createdAt"] = "2026-12-01T11:00:00.000Z"
+        for payload, hour in [(comment, 10), (prompt, 11)]:
+            (message,) = linear_parse.parse({"content-type": "application/json"}, json.dumps(payload).encode()).intents
+            assert isinstance(message, Message)
+            assert message.written_at == datetime(2026, 12, 1, hour, tzinfo=UTC)
 
     def test_a_reply_comment_answers_in_its_thread(self) -> None:
         issue = fake_linear.LinearIssue("i-1", "DRY-1", "t")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from drydock.bus.envelopes import Channel, GithubEvent, ReplyAddress
 from drydock.channels.conversation import Conversation
@@ -50,6 +51,11 @@ class Message:
     """What the person wrote, when ``text`` is a wider context (a Linear session's prompt context
     holds the issue too); commands such as ``link CODE`` are read from it."""
     """Only continue an existing thread, never start one (e.g. a button press)."""
+    written_at: datetime | None = None
+    """When its author wrote it, as the source says (a GitHub comment's or review's time, a
+    Linear comment's or prompt's): an approval in it covers only what was held by then. GitHub
+    signs no delivery time and Linear's allows a minute, so a replayed message keeps its old
+    time. Slack gives none: its signed event id makes a replay a duplicate."""
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -129,6 +130,20 @@ def optional_string(parent: Object, key: str) -> str | None:
     if not isinstance(value, str):
         raise MalformedDelivery(f"'{key}' is not a string")
     return value or None
+
+
+def optional_time(parent: Object, key: str) -> datetime | None:
+    """An ISO 8601 time with its offset (``2026-12-01T10:00:00Z``), if present."""
+    value = optional_string(parent, key)
+    if value is None:
+        return None
+    try:
+        found = datetime.fromisoformat(value)
+    except ValueError:
+        raise MalformedDelivery(f"'{key}' is not a time") from None
+    if found.tzinfo is None:
+        raise MalformedDelivery(f"'{key}' is not a time with its offset")
+    return found
 
 
 def integer(parent: Object, key: str, *, minimum: int = 1) -> int:

@@ -204,6 +204,12 @@ class Approved:
         return self.plan is not None or bool(self.pushes)
 
 
+def held_by(held_at: datetime, written_at: datetime | None) -> bool:
+    """Whether something held at ``held_at`` was there before a message written at
+    ``written_at`` approved it (no time: a message whose source rules out replays)."""
+    return written_at is None or held_at < written_at
+
+
 def is_owner(thread: ThreadMetadata | None, *, user_id: str | None, author: str | None = None) -> bool:
     """Whether a Drydock user (``user_id``) or a source account (``author``, ``channel:id``) owns
     the thread (no one owns a thread that does not exist)."""
@@ -264,8 +270,9 @@ class Approvals:
                 return plan
         raise RuntimeError("the plan changed concurrently; try again")
 
-    async def approve_plan(self, thread_id: str, *, by: str) -> Plan | None:
-        """Approve the thread's held plan; the plan as approved, or ``None`` if none was held."""
+    async def approve_plan(self, thread_id: str, *, by: str, written_at: datetime | None = None) -> Plan | None:
+        """Approve the thread's held plan; the plan as approved, or ``None`` if none was held (or
+        none submitted by ``written_at``, the time of the approving message)."""
         key = self._keys.thread_plan(thread_id)
         for _ in range(_SWAP_ATTEMPTS):
             raw = await self._read(key)
@@ -273,7 +280,7 @@ class Approvals:
                 return None
             mac = raw.pop("mac")
             plan = Plan.from_hash(raw)
-            if plan.approved:
+            if plan.approved or not held_by(plan.submitted_at, written_at):
                 return None
             approved = Plan(
                 **{**plan.__dict__, "state": State.APPROVED, "approved_by": by, "approved_at": datetime.now(UTC)}
@@ -313,8 +320,11 @@ class Approvals:
         found = [await self.push(thread_id, change) for change in dict.fromkeys(changes)]
         return [hold for hold in found if hold is not None]
 
-    async def approve_push(self, thread_id: str, change: str, *, by: str) -> PushHold | None:
-        """Approve one held push; ``None`` if it is unknown or approved already."""
+    async def approve_push(
+        self, thread_id: str, change: str, *, by: str, written_at: datetime | None = None
+    ) -> PushHold | None:
+        """Approve one held push; ``None`` if it is unknown, approved already, or held after
+        ``written_at`` (the time of the approving message)."""
         key = self._keys.push_hold(thread_id, change)
         for _ in range(_SWAP_ATTEMPTS):
             raw = await self._read(key)
@@ -322,7 +332,7 @@ class Approvals:
                 return None
             mac = raw.pop("mac")
             hold = PushHold.from_hash(raw)
-            if hold.approved:
+            if hold.approved or not held_by(hold.held_at, written_at):
                 return None
             approved = PushHold(
                 **{**hold.__dict__, "state": State.APPROVED, "approved_by": by, "approved_at": datetime.now(UTC)}
@@ -331,16 +341,19 @@ class Approvals:
                 return approved
         raise RuntimeError("the held push changed concurrently; try again")
 
-    async def approve(self, thread_id: str, *, by: str, change: str | None = None) -> Approved:
-        """The owner's approval: the held plan and every held push (or only push ``change``)."""
+    async def approve(
+        self, thread_id: str, *, by: str, change: str | None = None, written_at: datetime | None = None
+    ) -> Approved:
+        """The owner's approval: the held plan and every held push (or only push ``change``);
+        given the time an approving message was written, only what was held by then."""
         if change is not None:
-            one = await self.approve_push(thread_id, change, by=by)
+            one = await self.approve_push(thread_id, change, by=by, written_at=written_at)
             return Approved(None, (one,) if one else ())
-        plan = await self.approve_plan(thread_id, by=by)
+        plan = await self.approve_plan(thread_id, by=by, written_at=written_at)
         pushes = []
         for hold in await self.pushes(thread_id):
             if not hold.approved:
-                approved = await self.approve_push(thread_id, hold.change, by=by)
+                approved = await self.approve_push(thread_id, hold.change, by=by, written_at=written_at)
                 if approved is not None:
                     pushes.append(approved)
         return Approved(plan, tuple(pushes))
@@ -364,6 +377,10 @@ def approval_text(approved: Approved) -> str:
 
 
 NOT_OWNER_TEXT = "Only this thread's owner can approve its plan or held pushes."
+WRITTEN_BEFORE_TEXT = (
+    "That approval was written before the plan or push now waiting, so it does not approve them: "
+    "reply approve again to approve what is waiting now."
+)
 
 
 def held_push_notice(hold: PushHold, handle: str) -> str:

@@ -4,6 +4,7 @@ names, types and nesting), for the events the ingress routes."""
 from __future__ import annotations
 
 import itertools
+from datetime import UTC, datetime
 from typing import Any
 
 _ids = itertools.count(1_000_000)
@@ -14,6 +15,11 @@ API = "https://api.github.com"
 
 def next_id() -> int:
     return next(_ids)
+
+
+def now() -> str:
+    """The current time as GitHub writes it: whole seconds, UTC."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def user(login: str, user_id: int | None = None, *, kind: str = "User") -> dict[str, Any]:
@@ -82,6 +88,7 @@ def issue(
         "url": f"{API}/repos/{owner}/{name}/issues/{number}",
         "comments": 0,
         "labels": [],
+        "created_at": now(),
     }
     if pull_request:
         found["pull_request"] = {
@@ -121,8 +128,8 @@ def issue_comment(
         "html_url": f"{HTML}/{owner}/{name}/issues/{number}#issuecomment-{cid}",
         "url": f"{API}/repos/{owner}/{name}/issues/comments/{cid}",
         "issue_url": f"{API}/repos/{owner}/{name}/issues/{number}",
-        "created_at": "2026-12-01T10:00:00Z",
-        "updated_at": "2026-12-01T10:00:00Z",
+        "created_at": now(),
+        "updated_at": now(),
     }
     return payload
 
@@ -242,6 +249,7 @@ def review_comment(
         "author_association": association,
         "html_url": f"{HTML}/{owner}/{name}/pull/{number}#discussion_r{cid}",
         "url": f"{API}/repos/{owner}/{name}/pulls/comments/{cid}",
+        "created_at": now(),
     }
     if in_reply_to is not None:
         payload["comment"]["in_reply_to_id"] = in_reply_to
@@ -277,7 +285,7 @@ def review(
         "author_association": association,
         "commit_id": head_sha,
         "html_url": f"{HTML}/{owner}/{name}/pull/{number}#pullrequestreview-{rid}",
-        "submitted_at": "2026-12-01T10:00:00Z",
+        "submitted_at": now(),
     }
     return payload
 

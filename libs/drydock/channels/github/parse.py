@@ -38,6 +38,7 @@ from drydock.channels.payload import (
     obj,
     optional_obj,
     optional_string,
+    optional_time,
     string,
 )
 from drydock.threads.pr_records import BRANCH_PREFIX, branch_short_id
@@ -140,6 +141,7 @@ def _issue_comment(ctx: _Context) -> Delivery:
         text=optional_string(comment, "body") or "",
         reply_to=ctx.reply_to(number, kind=kind),
         repository=ctx.full_name,
+        written_at=optional_time(comment, "created_at"),
         references=ctx.references(
             **{kind: str(number)},
             comment_id=comment_id,
@@ -166,6 +168,7 @@ def _issues(ctx: _Context) -> Delivery:
         text=f"{title}\n\n{body}".strip(),
         reply_to=ctx.reply_to(number, kind="issue"),
         repository=ctx.full_name,
+        written_at=optional_time(issue, "created_at"),
         references=ctx.references(
             issue=str(number), comment_kind="issue", url=optional_string(issue, "html_url") or ""
         ),
@@ -212,6 +215,7 @@ def _review_comment(ctx: _Context) -> Delivery:
         text=optional_string(comment, "body") or "",
         reply_to=ctx.reply_to(number, kind="pull_request", review_comment_id=thread_root),
         repository=ctx.full_name,
+        written_at=optional_time(comment, "created_at"),
         references=references,
     )
     return ctx.routed(message, _forward(ctx))
@@ -244,6 +248,7 @@ def _review(ctx: _Context) -> Delivery:
         text=body,
         reply_to=ctx.reply_to(number, kind="pull_request"),
         repository=ctx.full_name,
+        written_at=optional_time(review, "submitted_at"),
         references=references,
     )
     return ctx.routed(message, *forwards)

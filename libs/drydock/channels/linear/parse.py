@@ -22,6 +22,7 @@ from drydock.channels.payload import (
     obj,
     optional_obj,
     optional_string,
+    optional_time,
     string,
 )
 
@@ -86,6 +87,7 @@ def _comment(payload: Object, delivery: str, organization: str, agent_user_id: s
             address={"organization": organization, "issue_id": issue_id, "parent_comment_id": thread_root},
         ),
         references=_references(organization, issue_id, issue, linear_comment_id=comment_id),
+        written_at=optional_time(data, "createdAt"),
     )
     return Delivery(Channel.LINEAR, delivery, "Comment", intents=(message,))
 
@@ -141,6 +143,7 @@ def _agent_session(payload: Object, delivery: str, organization: str) -> Deliver
         addressed=True,
         references=_references(organization, issue_id, issue, linear_agent_session_id=session_id),
         own_words=_comment_body(session) if action == "created" else None,
+        written_at=optional_time(obj(payload, "agentActivity") if action == "prompted" else session, "createdAt"),
     )
     return Delivery(Channel.LINEAR, delivery, "AgentSessionEvent", intents=(message,))
 
