@@ -1,5 +1,7 @@
 """Making a delivery's decisions durable, in this order:
 
+0. every inbox message and forwarded event is encoded and its size checked first, so that a
+   delivery with one too large for NATS (a 413, which its sender does not retry) writes nothing,
 1. the metadata of new threads (so a woken worker finds the thread's kind and reply address),
    with their short-id index entries, in one round trip; and the settings a message sets on
    its thread (its model choice, read by the run it wakes),
@@ -57,8 +59,8 @@ class Dispatcher:
 
     # The publishes leave out the bus's timeout: the delivery's one deadline (``Ingress.accept``)
     # bounds them with everything else.
-    async def _append_then_wake(self, route: Route) -> None:
-        await self._inbox.append(route.message, bounded=False)
+    async def _append_then_wake(self, route: Route, encoded: bytes) -> None:
+        await self._inbox.append(route.message, bounded=False, encoded=encoded)
         if route.wake:
             wake = Wake(thread_id=route.thread_id, role=route.role, reason=route.message.trigger or "inbox")
             await self._bus.wake(wake, msg_id=f"wake:{route.thread_id}:{route.message.delivery_id}", bounded=False)
@@ -67,6 +69,8 @@ class Dispatcher:
         """Raises :class:`Unavailable` when Redis or NATS did not take all of it, and
         :class:`Rejected` (413) when a message is larger than NATS accepts."""
         try:
+            messages = [self._inbox.encode(route.message) for route in routes]
+            events = [self._bus.encode_github(publish.event) for publish in publishes]
             new_threads = [route for route in routes if route.create is not None]
             settled = [route for route in routes if route.create is None and route.settings]
             if new_threads and not settled:
@@ -77,8 +81,11 @@ class Dispatcher:
                     *(self._settle(route) for route in settled),
                 )
             work = [
-                *(self._append_then_wake(route) for route in routes),
-                *(self._bus.github(publish.event, bounded=False) for publish in publishes),
+                *(self._append_then_wake(route, encoded) for route, encoded in zip(routes, messages, strict=True)),
+                *(
+                    self._bus.github(publish.event, bounded=False, encoded=encoded)
+                    for publish, encoded in zip(publishes, events, strict=True)
+                ),
             ]
             # Most deliveries have one thing to publish; gathering it would cost a task.
             if len(work) == 1:

@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 from drydock.channels.payload import MAX_DEPTH
+from drydock.threads import ids
 from tests.fakes import linear as fake_linear
 from tests.fakes import signing
 from tests.fakes import slack as fake_slack
 from tests.fakes.github import webhooks
-from tests.ingress.conftest import GITHUB_SECRET, LINEAR_SECRET, ORG, SLACK_SECRET, StartIngress, trust
+from tests.ingress.conftest import GITHUB_SECRET, HOST, LINEAR_SECRET, ORG, SLACK_SECRET, StartIngress, trust
 from tests.ingress.test_requests import refused
 
 
@@ -161,6 +162,23 @@ class TestBodyLimit:
             assert await running.stream_marks() == before
             # Refused for good: the retry is refused the same way, not taken for a duplicate.
             assert (await running.send(request)).status_code == 413
+
+    async def test_a_delivery_with_one_message_too_large_writes_nothing(
+        self, start_ingress: StartIngress, repo: str
+    ) -> None:
+        async with start_ingress() as running:
+            await trust(running, repo, reviewer=True)
+            limit = running.bus.nc.max_payload
+            # The review request is small and would create the reviewer's thread; the forwarded
+            # event carries the body and is too large.
+            payload = webhooks.pull_request(ORG, repo, 7, "opened")
+            payload["pull_request"]["body"] = "x" * (limit + 1000)
+            before = await running.stream_marks()
+            response = await running.send(signing.github(GITHUB_SECRET, "pull_request", payload))
+            assert response.status_code == 413, response.text
+            assert response.json()["limit_bytes"] == limit
+            assert await running.stream_marks() == before
+            assert await running.metadata.find(ids.reviewer(HOST, ORG, repo, 7)) is None
 
     async def test_a_413_says_the_limit(self, start_ingress: StartIngress, repo: str) -> None:
         payload = webhooks.issue_comment(ORG, repo, 1, "@drydock " + "x" * 4096)

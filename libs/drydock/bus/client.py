@@ -103,16 +103,27 @@ class Bus:
         self.timeout = timeout
         self.js: JetStreamContext = nc.jetstream(timeout=timeout)
 
+    def encode(self, subject: str, envelope: BaseModel) -> bytes:
+        """``envelope`` as :meth:`publish` sends it to ``subject``; raises
+        :class:`MessageTooLarge` when NATS would refuse it (the client's own check: the payload
+        against the server's ``max_payload``), so a caller can check every message before it
+        publishes any."""
+        data = envelope.model_dump_json().encode()
+        if len(data) > self.nc.max_payload:
+            raise MessageTooLarge(subject, self.nc.max_payload)
+        return data
+
     async def publish(
         self,
         subject: str,
-        envelope: BaseModel,
+        envelope: BaseModel | bytes,
         *,
         msg_id: str | None = None,
         headers: dict[str, str] | None = None,
         bounded: bool = True,
     ) -> PubAck:
         """Publish and await the stream's acknowledgement; ``msg_id`` de-duplicates in the stream.
+        ``envelope`` may be given as :meth:`encode` returned it.
 
         ``bounded=False`` leaves out the bus's timeout, for a caller whose own deadline bounds
         all its work (the ingress's per delivery): a timeout per publish is a timer each."""
@@ -143,14 +154,15 @@ class Bus:
             raise BusUnavailable(f"publish to {subject} not sent: {describe(error)}") from None
 
     async def _send(
-        self, subject: str, envelope: BaseModel, msg_id: str | None, headers: dict[str, str] | None
+        self, subject: str, envelope: BaseModel | bytes, msg_id: str | None, headers: dict[str, str] | None
     ) -> asyncio.Future[PubAck]:
         # JetStream's asynchronous publish, also for acknowledged publishes: the request-reply
         # publish pays a random reply token and a wait_for per message.
         all_headers = inject_headers(dict(headers or {}))
         if msg_id is not None:
             all_headers[MSG_ID_HEADER] = msg_id
-        return await self.js.publish_async(subject, envelope.model_dump_json().encode(), headers=all_headers)
+        data = envelope if isinstance(envelope, bytes) else envelope.model_dump_json().encode()
+        return await self.js.publish_async(subject, data, headers=all_headers)
 
     async def acknowledged(self, pending: Sequence[asyncio.Future[PubAck]]) -> None:
         """Wait for the acknowledgements of ``pending`` publishes, within the bus's timeout."""
@@ -173,8 +185,14 @@ class Bus:
         tell(event)
         return await self.publish_soon(subjects.event(event.thread_id, event.type.value), event)
 
-    async def github(self, event: GithubEvent, *, bounded: bool = True) -> PubAck:
-        return await self.publish(subjects.github(event.event), event, msg_id=event.delivery_id, bounded=bounded)
+    def encode_github(self, event: GithubEvent) -> bytes:
+        """``event`` as :meth:`github` publishes it (see :meth:`encode`)."""
+        return self.encode(subjects.github(event.event), event)
+
+    async def github(self, event: GithubEvent, *, bounded: bool = True, encoded: bytes | None = None) -> PubAck:
+        """Forward ``event``; ``encoded``: the event as :meth:`encode_github` returned it."""
+        envelope = encoded if encoded is not None else event
+        return await self.publish(subjects.github(event.event), envelope, msg_id=event.delivery_id, bounded=bounded)
 
     async def close(self) -> None:
         await self.nc.drain()

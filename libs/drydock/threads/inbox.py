@@ -57,13 +57,21 @@ class Inbox:
     def bus(self) -> Bus:
         return self._bus
 
-    async def append(self, message: InboxMessage, *, bounded: bool = True) -> AppendResult:
+    def encode(self, message: InboxMessage) -> bytes:
+        """``message`` as :meth:`append` stores it; raises
+        :class:`~drydock.bus.client.MessageTooLarge` when NATS would refuse it."""
+        return self._bus.encode(subjects.inbox(message.thread_id), message)
+
+    async def append(
+        self, message: InboxMessage, *, bounded: bool = True, encoded: bytes | None = None
+    ) -> AppendResult:
         """Store the message once it is acknowledged; a repeated delivery id is stored once
         (within the stream's duplicate window) and reported as ``duplicate``. ``bounded``: as
-        :meth:`~drydock.bus.client.Bus.publish`'s."""
+        :meth:`~drydock.bus.client.Bus.publish`'s; ``encoded``: the message as :meth:`encode`
+        returned it."""
         ack = await self._bus.publish(
             subjects.inbox(message.thread_id),
-            message,
+            encoded if encoded is not None else message,
             msg_id=f"{message.thread_id}:{message.delivery_id}",
             bounded=bounded,
         )
