@@ -4,7 +4,7 @@ of one push names that push only, and only the owner counts."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from cryptography.fernet import Fernet
@@ -12,7 +12,7 @@ from redis.asyncio import Redis
 
 from drydock.infra.redis import Keys
 from drydock.infra.server_keys import ServerKeys
-from drydock.threads.approvals import Approvals, PushHold, RefUpdate, State, change_id, is_owner
+from drydock.threads.approvals import Approvals, PushHold, RefUpdate, State, change_id, held_by, is_owner
 from drydock.threads.metadata import ThreadMetadata
 
 REPOSITORY = "acme/widgets"
@@ -29,6 +29,26 @@ def hold_of(thread_id: str, new: str) -> PushHold:
         thread_id, change_id(REPOSITORY, [update]), REPOSITORY, (update,), (".github/workflows/ci.yml",), State.HELD,
         datetime.now(UTC),
     )  # fmt: skip
+
+
+class TestWrittenAt:
+    HELD = datetime(2026, 12, 7, 12, 0, 0, 700_000, tzinfo=UTC)
+
+    @pytest.mark.parametrize(
+        ("written_at", "approves"),
+        [
+            (None, True),
+            (HELD + timedelta(minutes=1), True),
+            # The same second, as GitHub gives it (whole seconds, truncated).
+            (HELD.replace(microsecond=0), True),
+            (HELD - timedelta(seconds=3), False),
+            (HELD - timedelta(days=30), False),
+        ],
+    )
+    def test_an_approval_covers_what_was_held_before_it_was_written(
+        self, written_at: datetime | None, approves: bool
+    ) -> None:
+        assert held_by(self.HELD, written_at) is approves
 
 
 class TestOwner:

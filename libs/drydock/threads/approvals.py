@@ -204,10 +204,14 @@ class Approved:
         return self.plan is not None or bool(self.pushes)
 
 
+WRITTEN_AT_SLACK = timedelta(seconds=2)
+"""Sources give a message's time in whole seconds (GitHub), from a clock that is not ours."""
+
+
 def held_by(held_at: datetime, written_at: datetime | None) -> bool:
     """Whether something held at ``held_at`` was there before a message written at
     ``written_at`` approved it (no time: a message whose source rules out replays)."""
-    return written_at is None or held_at < written_at
+    return written_at is None or held_at < written_at + WRITTEN_AT_SLACK
 
 
 def is_owner(thread: ThreadMetadata | None, *, user_id: str | None, author: str | None = None) -> bool:

@@ -237,7 +237,7 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
         score, thread_id = raw.split(":", 1)
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise InvalidCursor("not a cursor this list handed out") from None
-    # Scores are epoch milliseconds; anything else Python reads as a number (nan, 1_000, "١")
+    # Scores are epoch milliseconds; anything else Python reads as a number (nan, 1_000, Arabic-Indic digits)
     # Redis refuses, which would look like an outage.
     if not thread_id or not _SCORE.fullmatch(score):
         raise InvalidCursor("not a cursor this list handed out")
