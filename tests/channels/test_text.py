@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drydock.channels.text import ModelRequest, link_command, mentions, model_request_in, repository_in
+from drydock.channels.text import MAX_PARSED, ModelRequest, link_command, mentions, model_request_in, repository_in
 
 
 class TestMentions:
@@ -29,15 +29,40 @@ class TestMentions:
             "/@drydock",
             "run `@drydock fix` to ask it",
             "```\n@drydock in a code block\n```",
+            "~~~\n@drydock in a tilde fence\n~~~",
+            "see:\n\n    @drydock in indented code\n",
+            "run ``@drydock `fix` `` to ask it",
+            "<!-- @drydock hidden in a comment -->",
+            "<details>\n@drydock in HTML\n</details>",
+            "![@drydock](https://example.com/badge.svg)",
         ],
     )
     def test_not_mentions(self, text: str) -> None:
         assert not mentions(text, "@drydock")
 
-    @settings(max_examples=100, deadline=None)
-    @given(st.text(max_size=80).filter(lambda text: "`" not in text))
-    def test_a_handle_added_as_a_word_outside_code_is_always_found(self, text: str) -> None:
-        assert mentions(f"{text} @drydock please", "@drydock")
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "> @drydock in a quote",
+            "- @drydock in a list",
+            "**@drydock** please",
+            "[@drydock](https://example.com) link text",
+            "`code` and then @drydock",
+            "~~~\ncode\n~~~\n@drydock after a fence",
+        ],
+    )
+    def test_mentions_in_markdown_prose(self, text: str) -> None:
+        assert mentions(text, "@drydock")
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.text(max_size=80).filter(lambda text: not any(mark in text for mark in "`~<")))
+    def test_a_handle_in_a_paragraph_of_its_own_is_always_found(self, text: str) -> None:
+        assert mentions(f"{text}\n\n@drydock please", "@drydock")
+
+    def test_a_text_longer_than_markdown_is_read_for_has_its_backtick_code_removed(self) -> None:
+        log = "x" * MAX_PARSED
+        assert not mentions(f"```\n{log}\n@drydock\n```", "@drydock")
+        assert mentions(f"~~~\n{log}\n@drydock\n~~~", "@drydock")
 
 
 class TestRepository:

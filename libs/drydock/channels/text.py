@@ -7,12 +7,21 @@ import functools
 import re
 from dataclasses import dataclass
 
+from markdown_it import MarkdownIt
+
 _REPOSITORY = re.compile(
     r"(?<![\w/-])repo:\s*<?(?:https?://[^/\s|>]+/)?([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?(?=[\s|>),.;:!?]|$)"
 )
 
 
-_CODE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.DOTALL)
+_MARKDOWN = MarkdownIt("commonmark")
+_MARKUP = ("`", "~", "<", "    ", "\t", "![")
+"""What can start code, HTML or an image in Markdown; text without any of them is all prose."""
+MAX_PARSED = 8_000
+"""Characters of text read as Markdown; a longer text (a pasted log) has only its backtick code
+removed. Markdown's inline rules cost up to ~20 µs a character on crafted text (runs of ``![``),
+and the ingress reads a delivery on its event loop."""
+_BACKTICK_CODE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.DOTALL)
 _OPTION = re.compile(r"(?<![\w.=/-])(model|effort)\s*=\s*([A-Za-z0-9][\w.:/@+-]*)", re.IGNORECASE)
 
 
@@ -21,13 +30,33 @@ def _mention_pattern(handle: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w@/.-]){re.escape(handle)}(?![\w-])", re.IGNORECASE)
 
 
+def prose(text: str) -> str:
+    """``text`` without what Markdown (CommonMark) makes code or HTML: code spans, fenced and
+    indented code blocks, HTML and its comments, and images' text; one line per paragraph (over
+    :data:`MAX_PARSED` characters, without its backtick code only)."""
+    if not any(markup in text for markup in _MARKUP):
+        return text
+    if len(text) > MAX_PARSED:
+        return _BACKTICK_CODE.sub(" ", text)
+    lines = []
+    for token in _MARKDOWN.parse(text):
+        if token.type == "inline" and token.children:
+            line = "".join(
+                child.content if child.type == "text" else " "
+                for child in token.children
+                if child.type in {"text", "softbreak", "hardbreak"}
+            )
+            lines.append(line)
+    return "\n".join(lines)
+
+
 def mentions(text: str, handle: str) -> bool:
     """Whether ``text`` mentions ``handle`` (``@drydock``) as a word: not inside ``@drydock-bot``,
-    an e-mail address, or code (as on GitHub, a handle in backticks notifies nobody)."""
+    an e-mail address, or code or HTML (as on GitHub, a handle in code notifies nobody)."""
     pattern = _mention_pattern(handle)
     if pattern.search(text) is None:
         return False
-    return "`" not in text or bool(pattern.search(_CODE.sub(" ", text)))
+    return bool(pattern.search(prose(text)))
 
 
 def repository_in(text: str) -> str | None:
@@ -79,7 +108,7 @@ def model_request_in(text: str) -> ModelRequest | None:
     if "model" not in lowered and "effort" not in lowered:
         return None
     options: dict[str, str] = {}
-    for name, value in _OPTION.findall(_CODE.sub(" ", text) if "`" in text else text):
+    for name, value in _OPTION.findall(prose(text)):
         options.setdefault(name.lower(), value.rstrip(".,;:!?)"))
     if not options:
         return None
