@@ -30,10 +30,12 @@ def _mention_pattern(handle: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w@/.-]){re.escape(handle)}(?![\w-])", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=32)
 def prose(text: str) -> str:
     """``text`` without what Markdown (CommonMark) makes code or HTML: code spans, fenced and
     indented code blocks, HTML and its comments, and images' text; one line per paragraph (over
-    :data:`MAX_PARSED` characters, without its backtick code only)."""
+    :data:`MAX_PARSED` characters, without its backtick code only). Only a text that mentions the
+    handle is read so; routing asks of one text more than once, hence the cache."""
     if not any(markup in text for markup in _MARKUP):
         return text
     if len(text) > MAX_PARSED:
