@@ -14,6 +14,7 @@ import asyncio
 import structlog
 
 from drydock.channels.errors import OutboundFailed
+from drydock.errors import describe
 from services.ingress.accept import Ingress
 
 log = structlog.get_logger(__name__)
@@ -39,7 +40,7 @@ async def learn_linear_agent(ingress: Ingress, *, retry: float = RETRY_SECONDS) 
             log.error(
                 "Linear agent user unknown: the agent's own Linear comments are routed as anyone's until "
                 "Linear answers (or set DRYDOCK_LINEAR_AGENT_USER_ID)",
-                error=str(error),
+                error=describe(error),
                 retry_in=retry,
             )
             await asyncio.sleep(retry)
