@@ -272,3 +272,34 @@ class TestAnswersFromWhateverHoldsTheDaemonsPort:
         async with HostileDaemon(busy, **{"Retry-After": "soon"}).serving() as backend:
             with pytest.raises(SandboxBusy, match="too many commands"):
                 await backend.run("true", time_limit=1)
+
+    @pytest.mark.parametrize(
+        ("call", "body", "message"),
+        [
+            ("exec", b'{"exit_code": 0}', "/exec answered what is not its protocol's answer"),
+            ("exec", b'{"exit_code": "zero", "output": [], "truncated": 1, "timed_out": 0, "duration_ms": 1}',
+             "/exec answered what is not its protocol's answer"),
+            ("download", b'{"results": [{"path": "a", "content_b64": "!!", "error": null}]}', "of a is not base64"),
+            ("download", b'{"results": [{"path": "/etc/shadow", "content_b64": "", "error": null}]}',
+             "answered for other files"),
+            ("download", b'{"results": []}', "answered for other files"),
+            ("upload", b'{"results": {"a": null}}', "/files/upload answered what is not its protocol's answer"),
+            ("health", b"[]", "/health answered what is not its protocol's answer"),
+        ],
+    )  # fmt: skip
+    async def test_an_answer_not_in_the_protocol_s_shape_is_unavailable(
+        self, call: str, body: bytes, message: str
+    ) -> None:
+        async def answer(reply: Reply) -> None:
+            await reply.start(length=len(body))
+            await reply.write(body)
+
+        async with HostileDaemon(answer).serving() as backend:
+            calls: dict[str, Callable[[], Awaitable[object]]] = {
+                "exec": lambda: backend.run("true", time_limit=1),
+                "download": lambda: backend.adownload_files(["a"]),
+                "upload": lambda: backend.aupload_files([("a", b"x")]),
+                "health": backend.health,
+            }
+            with pytest.raises(SandboxUnavailable, match=message):
+                await calls[call]()

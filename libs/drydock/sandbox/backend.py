@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import json
 import shlex
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 from deepagents.backends.protocol import DeleteResult, ExecuteResponse, FileDownloadResponse, FileUploadResponse
 from deepagents.backends.sandbox import BaseSandbox
+from pydantic import BaseModel, ValidationError
 
 from drydock.sandbox.daemon import protocol
 from drydock.sandbox.daemon_http import daemon_session
@@ -37,6 +39,31 @@ class CommandResult:
     truncated: bool
     timed_out: bool
     duration_ms: float
+
+
+class _ExecAnswer(BaseModel):
+    exit_code: int
+    output: str
+    truncated: bool
+    timed_out: bool
+    duration_ms: float
+
+
+class _FileAnswer(BaseModel):
+    path: str
+    error: str | None = None
+    content_b64: str | None = None
+
+
+class _FilesAnswer(BaseModel):
+    results: list[_FileAnswer]
+
+
+class _HealthAnswer(BaseModel, extra="allow"):
+    status: str
+
+
+_Answer = TypeVar("_Answer", bound=BaseModel)
 
 
 class SandboxBackend(BaseSandbox):
@@ -123,13 +150,25 @@ class SandboxBackend(BaseSandbox):
     def _oversized(self, path: str, cap: int) -> str:
         return f"sandbox {self.id}: {path} answered more than the {cap} bytes this request can bring back"
 
-    def _json(self, path: str, raw: bytes) -> Any:
+    def _parse(self, path: str, raw: bytes, shape: type[_Answer]) -> _Answer:
+        """The answer read as the protocol's ``shape``; :class:`SandboxUnavailable` for anything else."""
         try:
-            return json.loads(raw)
-        except ValueError as error:
-            raise SandboxUnavailable(f"sandbox {self.id}: {path} answered what is not JSON") from error
+            return shape.model_validate_json(raw)
+        except ValidationError as error:
+            if any(detail["type"] == "json_invalid" for detail in error.errors()):
+                what = "what is not JSON"
+            else:
+                what = f"what is not its protocol's answer ({error.error_count()} fields wrong)"
+            raise SandboxUnavailable(f"sandbox {self.id}: {path} answered {what}") from None
 
-    async def _post(self, path: str, body: Mapping[str, Any], *, deadline: float, cap: int) -> Any:
+    def _files(self, path: str, answer: _FilesAnswer, asked: list[str]) -> list[_FileAnswer]:
+        if [result.path for result in answer.results] != asked:
+            raise SandboxUnavailable(f"sandbox {self.id}: {path} answered for other files than it was asked")
+        return answer.results
+
+    async def _post(
+        self, path: str, body: Mapping[str, Any], shape: type[_Answer], *, deadline: float, cap: int
+    ) -> _Answer:
         for attempt in range(self._busy_retries + 1):
             status, retry_after, raw = await self._request("POST", path, deadline=deadline, cap=cap, json=body)
             if status == 429 and attempt < self._busy_retries:
@@ -139,7 +178,7 @@ class SandboxBackend(BaseSandbox):
                 raise SandboxBusy(f"sandbox {self.id}: {_error_text(raw)}")
             if status != 200:
                 raise SandboxUnavailable(f"sandbox {self.id}: {path} answered {status}: {_error_text(raw)}")
-            return self._json(path, raw)
+            return self._parse(path, raw, shape)
         raise AssertionError("unreachable")
 
     async def health(self) -> dict[str, Any]:
@@ -147,8 +186,7 @@ class SandboxBackend(BaseSandbox):
         status, _, raw = await self._request("GET", protocol.HEALTH, deadline=self._health_timeout, cap=_HEALTH_CAP)
         if status != 200:
             raise SandboxUnavailable(f"sandbox {self.id}: health answered {status}: {_error_text(raw)}")
-        document: dict[str, Any] = self._json(protocol.HEALTH, raw)
-        return document
+        return self._parse(protocol.HEALTH, raw, _HealthAnswer).model_dump()
 
     async def is_healthy(self) -> bool:
         try:
@@ -175,15 +213,15 @@ class SandboxBackend(BaseSandbox):
         if output_cap is not None:
             body["output_cap"] = output_cap
         cap = _answer_cap(self._output_cap if output_cap is None else output_cap)
-        answer = await self._post(protocol.EXEC, body, deadline=limit + self._answer_margin, cap=cap)
+        answer = await self._post(protocol.EXEC, body, _ExecAnswer, deadline=limit + self._answer_margin, cap=cap)
         if self.on_use is not None:
             await self.on_use()
         return CommandResult(
-            exit_code=answer["exit_code"],
-            output=answer["output"],
-            truncated=answer["truncated"],
-            timed_out=answer["timed_out"],
-            duration_ms=answer["duration_ms"],
+            exit_code=answer.exit_code,
+            output=answer.output,
+            truncated=answer.truncated,
+            timed_out=answer.timed_out,
+            duration_ms=answer.duration_ms,
         )
 
     async def aexecute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:  # noqa: ASYNC109
@@ -204,8 +242,9 @@ class SandboxBackend(BaseSandbox):
     async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
         body = {"files": [{"path": path, "content_b64": base64.b64encode(content).decode()} for path, content in files]}
         cap = sum(_per_file_cap(path, 0) for path, _ in files) + _OVERHEAD
-        answer = await self._post(protocol.UPLOAD, body, deadline=self._transfer_timeout, cap=cap)
-        return [FileUploadResponse(path=item["path"], error=item["error"]) for item in answer["results"]]
+        answer = await self._post(protocol.UPLOAD, body, _FilesAnswer, deadline=self._transfer_timeout, cap=cap)
+        results = self._files(protocol.UPLOAD, answer, [path for path, _ in files])
+        return [FileUploadResponse(path=item.path, error=item.error) for item in results]
 
     async def adownload_files(
         self, paths: list[str], *, max_file_bytes: int | None = None
@@ -215,15 +254,15 @@ class SandboxBackend(BaseSandbox):
         limit = self._max_file_bytes if max_file_bytes is None else min(max_file_bytes, self._max_file_bytes)
         body = {"paths": paths, "max_file_bytes": limit}
         cap = sum(_per_file_cap(path, limit) for path in paths) + _OVERHEAD
-        answer = await self._post(protocol.DOWNLOAD, body, deadline=self._transfer_timeout, cap=cap)
-        return [
-            FileDownloadResponse(
-                path=item["path"],
-                content=None if item["content_b64"] is None else base64.b64decode(item["content_b64"]),
-                error=item["error"],
-            )
-            for item in answer["results"]
-        ]
+        answer = await self._post(protocol.DOWNLOAD, body, _FilesAnswer, deadline=self._transfer_timeout, cap=cap)
+        found = []
+        for item in self._files(protocol.DOWNLOAD, answer, paths):
+            try:
+                content = None if item.content_b64 is None else base64.b64decode(item.content_b64, validate=True)
+            except binascii.Error:
+                raise SandboxUnavailable(f"sandbox {self.id}: the content of {item.path} is not base64") from None
+            found.append(FileDownloadResponse(path=item.path, content=content, error=item.error))
+        return found
 
     async def adelete(self, file_path: str) -> DeleteResult:
         quoted = shlex.quote(file_path)
