@@ -20,6 +20,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
 from drydock.sandbox.backend import SandboxBackend
+from drydock.sandbox.daemon_http import daemon_client, health_status
 from drydock.sandbox.errors import SandboxBusy, SandboxUnavailable
 from drydock.sandbox.handle import Isolation, SandboxHandle
 from drydock.sandbox.providers.local import LocalProvider
@@ -303,3 +304,18 @@ class TestAnswersFromWhateverHoldsTheDaemonsPort:
             }
             with pytest.raises(SandboxUnavailable, match=message):
                 await calls[call]()
+
+    async def test_waiting_for_a_new_daemon_reads_no_body_and_ends_in_time(self) -> None:
+        flooding = HostileDaemon(chunked_flood)
+        async with flooding.serving() as backend, daemon_client(backend.handle) as client, asyncio.timeout(30):
+            assert await health_status(client, within=5) == 200
+        assert flooding.sent < 64 * 1024 * 1024
+
+        async def silent(reply: Reply) -> None:
+            await asyncio.sleep(3)
+
+        async with HostileDaemon(silent).serving() as backend, daemon_client(backend.handle) as client:
+            started = asyncio.get_running_loop().time()
+            with pytest.raises(TimeoutError):
+                await health_status(client, within=1)
+            assert asyncio.get_running_loop().time() - started < 10

@@ -10,10 +10,13 @@ each, measured, for a daemon spoken to in plain HTTP.
 
 from __future__ import annotations
 
+import asyncio
+
 import aiohttp
 import httpx
 
 from drydock.infra.tls import client_context
+from drydock.sandbox.daemon import protocol
 from drydock.sandbox.handle import SandboxHandle
 from drydock.telemetry.tracing import aiohttp_tracing
 
@@ -27,6 +30,13 @@ def daemon_client(handle: SandboxHandle, *, timeout: httpx.Timeout | float | Non
         trust_env=False,
         verify=client_context(),
     )
+
+
+async def health_status(client: httpx.AsyncClient, *, within: float) -> int:
+    """The status the daemon's health answers with, within ``within`` seconds in all; its body is
+    not read (whatever answers on the port may be the sandbox's code, sending without end)."""
+    async with asyncio.timeout(within), client.stream("GET", protocol.HEALTH, timeout=within) as response:
+        return response.status_code
 
 
 def daemon_session(handle: SandboxHandle) -> aiohttp.ClientSession:

@@ -54,9 +54,8 @@ import structlog
 
 import drydock
 from drydock.config import CredentialProxySettings, SandboxSettings
-from drydock.sandbox.daemon import protocol
 from drydock.sandbox.daemon.relay import Relay
-from drydock.sandbox.daemon_http import daemon_client
+from drydock.sandbox.daemon_http import daemon_client, health_status
 from drydock.sandbox.errors import SandboxCreationFailed, SandboxNotFound
 from drydock.sandbox.handle import Isolation, SandboxHandle
 from drydock.sandbox.providers import bubblewrap
@@ -294,10 +293,9 @@ class LocalProvider:
                         f"sandbox daemon not ready within {self._settings.ready_timeout.total_seconds():g} s"
                     )
                 try:
-                    response = await client.get(protocol.HEALTH, timeout=min(remaining, 1.0))
-                    if response.status_code == 200:
+                    if await health_status(client, within=min(remaining, 1.0)) == 200:
                         return
-                except httpx.HTTPError:
+                except (httpx.HTTPError, TimeoutError):
                     pass
                 await asyncio.sleep(0.01)
 

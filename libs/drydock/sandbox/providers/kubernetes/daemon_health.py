@@ -7,8 +7,7 @@ import time
 
 import httpx
 
-from drydock.sandbox.daemon import protocol
-from drydock.sandbox.daemon_http import daemon_client
+from drydock.sandbox.daemon_http import daemon_client, health_status
 from drydock.sandbox.errors import SandboxCreationFailed
 from drydock.sandbox.handle import SandboxHandle
 
@@ -17,8 +16,8 @@ async def answers(handle: SandboxHandle, *, within: float) -> bool:
     """Whether the daemon answers health with 200 within ``within`` seconds."""
     async with daemon_client(handle) as client:
         try:
-            return (await client.get(protocol.HEALTH, timeout=within)).status_code == 200
-        except httpx.HTTPError:
+            return await health_status(client, within=within) == 200
+        except (httpx.HTTPError, TimeoutError):
             return False
 
 
@@ -29,11 +28,11 @@ async def wait_answering(handle: SandboxHandle, *, within: float) -> None:
     async with daemon_client(handle) as client:
         while (remaining := deadline - time.monotonic()) > 0:
             try:
-                response = await client.get(protocol.HEALTH, timeout=min(remaining, 2.0))
-                if response.status_code == 200:
+                status = await health_status(client, within=min(remaining, 2.0))
+                if status == 200:
                     return
-                last = f"health answered {response.status_code}"
-            except httpx.HTTPError as error:
+                last = f"health answered {status}"
+            except (httpx.HTTPError, TimeoutError) as error:
                 last = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
             await asyncio.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
     raise SandboxCreationFailed(f"sandbox {handle.id}: daemon not ready within {within:g} s ({last})")
