@@ -141,7 +141,7 @@ class Ingress:
                     for intent in delivery.intents:
                         routing.queue_reads(batch, intent)
                     try:
-                        lookup = await batch.execute(channel, delivery.delivery_id)
+                        lookup = await batch.execute(channel, delivery.delivery_id, delivery.identity)
                     except (RedisError, OSError) as error:
                         raise Unavailable(f"store: {describe(error)}") from None
                     store = self.runtime.store
@@ -157,18 +157,19 @@ class Ingress:
                         publishes = [decision for decision in decisions if isinstance(decision, Publish)]
                         await self.dispatcher.dispatch(routes, publishes)
                     except BaseException as error:
-                        await self._release(channel, delivery.delivery_id)
+                        await self._release(channel, delivery.delivery_id, delivery.identity)
                         if isinstance(error, RedisError | OSError):
                             raise Unavailable(f"store: {describe(error)}") from None
                         raise
             except TimeoutError:
                 raise Unavailable(f"not made durable within {self._deadline:g} s") from None
-        self.deliveries.done(channel, delivery.delivery_id)
+        self.deliveries.done(channel, delivery.delivery_id, delivery.identity)
         return self._accepted(delivery, decisions, routes, publishes)
 
     async def _not_routed(self, delivery: Delivery, lookup: Lookup) -> Accepted | None:
         """The answer to a delivery the lookup says not to route (the store lost its data, a
-        duplicate, a redelivery while the first is in flight); ``None`` to route it after all."""
+        duplicate, a redelivery while the first is in flight, a replay of another delivery's
+        object); ``None`` to route it after all."""
         channel = delivery.channel.value
         store = self.runtime.store
         if store is not None and lookup.store_epoch != store.expected:
@@ -177,9 +178,20 @@ class Ingress:
                 # Nothing read from a wiped store may decide: "not authorized" from lost settings
                 # would be a 2xx the code host never retries.
                 if lookup.claim is ClaimResult.CLAIMED:
+                    await self._release(channel, delivery.delivery_id, delivery.identity)
+                elif lookup.claim is ClaimResult.REPLAY:
                     await self._release(channel, delivery.delivery_id)
                 raise Unavailable(lost)
         if lookup.claim is ClaimResult.DUPLICATE:
+            return Accepted(200, {"status": "duplicate", "delivery": delivery.delivery_id}, "duplicate")
+        if lookup.claim is ClaimResult.REPLAY:
+            log.info(
+                "replay of a delivered object under a new delivery id",
+                channel=channel,
+                delivery_id=delivery.delivery_id,
+                identity=delivery.identity,
+            )
+            self.deliveries.done(channel, delivery.delivery_id)
             return Accepted(200, {"status": "duplicate", "delivery": delivery.delivery_id}, "duplicate")
         if lookup.claim is ClaimResult.IN_PROGRESS:
             log.info("redelivery while the first is in flight", channel=channel, delivery_id=delivery.delivery_id)
@@ -188,11 +200,11 @@ class Ingress:
             )
         return None
 
-    async def _release(self, channel: str, delivery_id: str) -> None:
+    async def _release(self, channel: str, delivery_id: str, identity: str | None = None) -> None:
         try:
             # Bounded on its own: it also runs after the delivery's deadline expired.
             async with asyncio.timeout(RELEASE_TIMEOUT):
-                await self.deliveries.release(channel, delivery_id)
+                await self.deliveries.release(channel, delivery_id, identity)
         except (RedisError, OSError) as error:
             log.warning("delivery claim not released; it expires", delivery_id=delivery_id, error=describe(error))
 

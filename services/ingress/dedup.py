@@ -1,4 +1,4 @@
-"""De-duplication of deliveries by the source's delivery id, in Redis.
+"""De-duplication of deliveries by the source's delivery id and by the delivered object, in Redis.
 
 A delivery is first *claimed* (``pending``, with a short TTL) in the same round trip as the
 routing lookups, and marked *done* (kept for at least 24 h) only after JetStream acknowledged
@@ -7,6 +7,17 @@ while the first is still in flight is answered 503 so the sender retries after i
 publishing fails the claim is released; if the process dies, the claim expires. Either way the
 sender's retry is processed, and the stream's ``Nats-Msg-Id`` window drops anything that was
 already stored.
+
+The delivery id is a header the signature does not cover, and GitHub signs no time (Linear
+allows a minute), so a captured body sent again under a new id would pass for a new delivery.
+A delivery whose object has an identity in the signed body (``Delivery.identity``: a comment,
+review, issue or agent session event, with the event and action) also claims the object, with
+its delivery id as the value, in the same round trip, with the same TTLs, and releases it with
+its own claim. A delivery whose object another delivery id claimed (in flight or done) is a
+*replay*: answered 200 as a duplicate, nothing published, its own id marked done. So while a
+first delivery is in flight a replay is dropped, and after the first failed, the first to come
+of the sender's retry and a replay is routed, once. Events without an identity are
+de-duplicated by the delivery id alone.
 
 Done marks ride on the next delivery's lookup round trip, ahead of its claim, or are written by
 themselves a moment later when no delivery comes (:data:`MARK_DELAY`). The answer does not wait
@@ -40,6 +51,8 @@ class ClaimResult(StrEnum):
     CLAIMED = "claimed"
     DUPLICATE = "duplicate"
     IN_PROGRESS = "in_progress"
+    REPLAY = "replay"
+    """The delivery id is new, but another one claimed the delivered object."""
 
 
 class Deliveries:
@@ -60,46 +73,59 @@ class Deliveries:
         self._write_timeout = write_timeout.total_seconds()
         self._ttl_ms = int(ttl.total_seconds() * 1000)
         self._claim_ttl_ms = int(claim_ttl.total_seconds() * 1000)
-        self._unwritten: list[str] = []
-        """Done marks not yet queued in a round trip."""
+        self._unwritten: list[tuple[str, str]] = []
+        """Done marks (key and value) not yet queued in a round trip."""
         self._unconfirmed: set[str] = set()
-        """Done marks queued or not, until Redis confirmed them."""
+        """Delivery ids' done marks queued or not, until Redis confirmed them."""
         self._alone: asyncio.TimerHandle | None = None
         self._writers: set[asyncio.Task[None]] = set()
 
-    def queue_claim(self, pipe: Queue, channel: str, delivery_id: str) -> None:
-        """Queue the claim; decode its reply with :meth:`claim_result`."""
+    def queue_claim(self, pipe: Queue, channel: str, delivery_id: str, identity: str | None = None) -> None:
+        """Queue the claim of the delivery and, with an ``identity``, of its object (a reply
+        each); decode the replies with :meth:`claim_result`."""
         pipe.set(self._keys.delivery(channel, delivery_id), DELIVERY_PENDING, nx=True, px=self._claim_ttl_ms, get=True)
+        if identity is not None:
+            pipe.set(
+                self._keys.delivered_object(channel, identity), delivery_id, nx=True, px=self._claim_ttl_ms, get=True
+            )
 
-    def claim_result(self, reply: str | None, channel: str, delivery_id: str) -> ClaimResult:
-        if reply is None:
-            return ClaimResult.CLAIMED
-        if reply == DELIVERY_DONE or self._keys.delivery(channel, delivery_id) in self._unconfirmed:
-            return ClaimResult.DUPLICATE
-        return ClaimResult.IN_PROGRESS
+    def claim_result(
+        self, replies: list[str | None], channel: str, delivery_id: str, identity: str | None = None
+    ) -> ClaimResult:
+        claim = replies[0]
+        if claim is not None:
+            if claim == DELIVERY_DONE or self._keys.delivery(channel, delivery_id) in self._unconfirmed:
+                return ClaimResult.DUPLICATE
+            return ClaimResult.IN_PROGRESS
+        if identity is not None and replies[1] not in (None, delivery_id):
+            return ClaimResult.REPLAY
+        return ClaimResult.CLAIMED
 
-    def queue_marks(self, pipe: Queue) -> list[str]:
+    def queue_marks(self, pipe: Queue) -> list[tuple[str, str]]:
         """Queue the done marks waiting to be written (ahead of a claim, so a redelivery in the
         same round trip finds its mark); pass the result to :meth:`marks_written` once the round
         trip answered, or to :meth:`marks_lost` if it failed."""
         marks, self._unwritten = self._unwritten, []
-        for key in marks:
-            pipe.set(key, DELIVERY_DONE, px=self._ttl_ms)
+        for key, value in marks:
+            pipe.set(key, value, px=self._ttl_ms)
         return marks
 
-    def marks_written(self, marks: list[str]) -> None:
-        self._unconfirmed.difference_update(marks)
+    def marks_written(self, marks: list[tuple[str, str]]) -> None:
+        self._unconfirmed.difference_update(key for key, _ in marks)
 
-    def marks_lost(self, marks: list[str]) -> None:
+    def marks_lost(self, marks: list[tuple[str, str]]) -> None:
         """Their round trip failed: write them again with the next one."""
         self._unwritten.extend(marks)
         self._schedule()
 
-    def done(self, channel: str, delivery_id: str) -> None:
-        """Every publish of the delivery was acknowledged: remember it for the full TTL (with the
-        next round trip; see the module's description)."""
+    def done(self, channel: str, delivery_id: str, identity: str | None = None) -> None:
+        """Every publish of the delivery was acknowledged: remember it, and with an ``identity``
+        its object, for the full TTL (with the next round trip; see the module's description).
+        A replay is done without its object, which stays the first claimant's."""
         key = self._keys.delivery(channel, delivery_id)
-        self._unwritten.append(key)
+        self._unwritten.append((key, DELIVERY_DONE))
+        if identity is not None:
+            self._unwritten.append((self._keys.delivered_object(channel, identity), delivery_id))
         self._unconfirmed.add(key)
         self._schedule()
 
@@ -122,7 +148,7 @@ class Deliveries:
                 await marks.execute()
         except (RedisError, OSError, TimeoutError) as error:
             # Durable already; the claim expires and the stream's Nats-Msg-Id drops a redelivery.
-            self._unconfirmed.difference_update(queued)
+            self._unconfirmed.difference_update(key for key, _ in queued)
             log.warning("deliveries not marked done", count=len(queued), error=describe(error))
             return
         self.marks_written(queued)
@@ -137,6 +163,10 @@ class Deliveries:
         if self._writers:
             await asyncio.gather(*self._writers, return_exceptions=True)
 
-    async def release(self, channel: str, delivery_id: str) -> None:
-        """Publishing failed: forget the claim so the sender's retry is processed."""
-        await self._redis.delete(self._keys.delivery(channel, delivery_id))
+    async def release(self, channel: str, delivery_id: str, identity: str | None = None) -> None:
+        """Publishing failed: forget the claim, and with an ``identity`` the object's, so the
+        sender's retry is processed."""
+        claims = [self._keys.delivery(channel, delivery_id)]
+        if identity is not None:
+            claims.append(self._keys.delivered_object(channel, identity))
+        await self._redis.delete(*claims)

@@ -1,5 +1,5 @@
 """Everything routing reads from Redis, fetched in one pipelined round trip together with the
-delivery's de-duplication claim: team defaults, linked accounts, repository settings, the
+delivery's de-duplication claims: team defaults, linked accounts, repository settings, the
 durable PR records and branch indexes, and whether candidate threads exist."""
 
 from __future__ import annotations
@@ -101,15 +101,16 @@ class LookupBatch:
         if self._new("threads", thread_id, KnownThread.from_reply):
             self._metadata.queue_known(self._batch, thread_id)
 
-    async def execute(self, channel: str, delivery_id: str) -> Lookup:
-        """Claim the delivery and run every read; one round trip."""
+    async def execute(self, channel: str, delivery_id: str, identity: str | None = None) -> Lookup:
+        """Claim the delivery (and its object, see :mod:`services.ingress.dedup`) and run every
+        read; one round trip."""
         batch = self._batch
         deliveries = self._deliveries
-        # The waiting done marks go ahead of the claim: a redelivery finds its own.
+        # The waiting done marks go ahead of the claims: a redelivery or a replay finds its own.
         marks = deliveries.queue_marks(batch)
-        deliveries.queue_claim(batch, channel, delivery_id)
         self._accounts.queue_team(batch)
         batch.get(self._keys.store_epoch())
+        deliveries.queue_claim(batch, channel, delivery_id, identity)
         try:
             replies = await batch.execute()
         except BaseException:
@@ -118,10 +119,12 @@ class LookupBatch:
             raise
         if marks:
             deliveries.marks_written(marks)
-        reads = len(self._reads)
-        claim, team, store_epoch = replies[reads + len(marks) :]
+        own = len(self._reads) + len(marks)
+        team, store_epoch = replies[own : own + 2]
         lookup = Lookup(
-            claim=deliveries.claim_result(claim, channel, delivery_id), team=_team(team), store_epoch=store_epoch
+            claim=deliveries.claim_result(replies[own + 2 :], channel, delivery_id, identity),
+            team=_team(team),
+            store_epoch=store_epoch,
         )
         for (field_name, key, decode), reply in zip(self._reads, replies, strict=False):
             getattr(lookup, field_name)[key] = reply if decode is None else decode(reply)

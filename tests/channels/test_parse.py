@@ -147,3 +147,60 @@ class TestLinear:
         (message,) = linear_parse.parse({"content-type": "application/json"}, json.dumps(payload).encode()).intents
         assert isinstance(message, Message)
         assert message.reply_to.address["parent_comment_id"] == "root-comment"
+
+
+class TestIdentity:
+    """``Delivery.identity``: the delivered object as the signed body names it, for the events
+    that carry one (the ingress de-duplicates replays under a new delivery id by it)."""
+
+    def test_github_comments_reviews_and_issues_are_named_by_event_action_and_id(self) -> None:
+        comment = webhooks.issue_comment("acme", "api", 5, "hi", comment_id=77)
+        review_comment = webhooks.review_comment("acme", "api", 5, "here", comment_id=77)
+        review = webhooks.review("acme", "api", 5, "nits")
+        issue = webhooks.issues_opened("acme", "api", 5, "t", "b")
+        assert github("issue_comment", comment).identity == "issue_comment.created:77"
+        assert github("pull_request_review_comment", review_comment).identity == (
+            "pull_request_review_comment.created:77"
+        )
+        assert (
+            github("pull_request_review", review).identity == f"pull_request_review.submitted:{review['review']['id']}"
+        )
+        assert github("issues", issue).identity == f"issues.opened:{issue['issue']['id']}"
+
+    def test_a_review_that_only_requests_changes_is_named_too(self) -> None:
+        review = webhooks.review("acme", "api", 5, None, state="changes_requested")
+        assert (
+            github("pull_request_review", review).identity == f"pull_request_review.submitted:{review['review']['id']}"
+        )
+
+    def test_github_events_without_an_identity(self) -> None:
+        assert github("pull_request", webhooks.pull_request("acme", "api", 9, "synchronize")).identity is None
+        assert github("push", webhooks.push("acme", "api", "drydock/0123456789ab-x")).identity is None
+        assert github("check_run", webhooks.check_run("acme", "api")).identity is None
+
+    def test_linear_comments_and_agent_sessions(self) -> None:
+        issue = fake_linear.LinearIssue("i-1", "DRY-1", "t")
+        comment = fake_linear.comment_created(issue, "@drydock go", comment_id="c-1")
+        created = fake_linear.agent_session_created(issue, "s-1")
+        prompted = fake_linear.agent_session_prompted(issue, "s-1", "more")
+        identities = [
+            linear_parse.parse({"content-type": "application/json"}, json.dumps(payload).encode()).identity
+            for payload in (comment, created, prompted)
+        ]
+        assert identities == [
+            "Comment.create:c-1",
+            "AgentSessionEvent.created:s-1",
+            f"AgentSessionEvent.prompted:{prompted['agentActivity']['id']}",
+        ]
+
+    def test_a_prompt_without_an_activity_id_has_none(self) -> None:
+        issue = fake_linear.LinearIssue("i-1", "DRY-1", "t")
+        prompted = fake_linear.agent_session_prompted(issue, "s-1", "more")
+        del prompted["agentActivity"]["id"]
+        assert linear_parse.parse({"content-type": "application/json"}, json.dumps(prompted).encode()).identity is None
+
+    def test_slack_needs_none(self) -> None:
+        payload = fake_slack.app_mention("C1", "1.000001", "<@U0DRYBOT> hi")
+        assert (
+            slack_parse.parse_event({"content-type": "application/json"}, json.dumps(payload).encode()).identity is None
+        )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import tempfile
+import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -148,6 +149,33 @@ class TestUnavailable:
             retried = await send(client, request)
             assert retried.status_code == 200, retried.text
             assert retried.json()["status"] == "accepted"
+
+    async def test_after_a_failed_delivery_the_retry_is_routed_once_and_a_replay_is_a_duplicate(
+        self, settings: Settings
+    ) -> None:
+        async with own_servers() as (nats, valkey), ingress_on(settings, nats, valkey) as (client, _, bus):
+            await bus.js.delete_stream(INBOX_STREAM)
+            request = mention(6)
+            assert (await send(client, request)).status_code == 503
+            await provision(bus.js, topology(settings.nats))
+            assert (await send(client, request)).json()["status"] == "accepted"
+            replay = await send(client, request.with_headers(X_GitHub_Delivery=str(uuid.uuid4())))
+            assert (replay.status_code, replay.json()["status"]) == (200, "duplicate")
+            assert len(await Inbox(bus).read_after(ids.github_issue(HOST, ORG, REPO, 6))) == 1
+
+    async def test_after_a_failed_delivery_a_replay_is_routed_once_and_the_retry_is_a_duplicate(
+        self, settings: Settings
+    ) -> None:
+        async with own_servers() as (nats, valkey), ingress_on(settings, nats, valkey) as (client, _, bus):
+            await bus.js.delete_stream(INBOX_STREAM)
+            request = mention(7)
+            assert (await send(client, request)).status_code == 503
+            await provision(bus.js, topology(settings.nats))
+            replay = await send(client, request.with_headers(X_GitHub_Delivery=str(uuid.uuid4())))
+            assert replay.json()["status"] == "accepted"
+            retried = await send(client, request)
+            assert (retried.status_code, retried.json()["status"]) == (200, "duplicate")
+            assert len(await Inbox(bus).read_after(ids.github_issue(HOST, ORG, REPO, 7))) == 1
 
     async def test_redis_down_answers_503(self, settings: Settings) -> None:
         async with own_servers() as (nats, valkey), ingress_on(settings, nats, valkey) as (client, _, bus):

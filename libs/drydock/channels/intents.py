@@ -122,3 +122,8 @@ class Delivery:
     """Why nothing is routed, for the log line; ``None`` when there are intents."""
     challenge: str | None = None
     """Slack's ``url_verification`` challenge, answered as is."""
+    identity: str | None = None
+    """The delivered object's own identity, read from the signed body (the event, the action and
+    the comment's, review's, issue's, agent session's or prompt's id), for the events that carry
+    one: the delivery id header is not signed, so a captured body sent again under a new id is
+    known by this. Slack needs none (its signed ``event_id`` is the delivery id)."""

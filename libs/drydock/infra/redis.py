@@ -322,6 +322,11 @@ class Keys:
         """A webhook delivery seen by the ingress (claimed, then done), for de-duplication."""
         return f"{self.prefix}:delivery:{channel}:{delivery_id}"
 
+    def delivered_object(self, channel: str, identity: str) -> str:
+        """The delivery id that claimed the object a webhook delivered (``Delivery.identity``),
+        for de-duplicating a signed body sent again under another delivery id."""
+        return f"{self.prefix}:delivered-object:{channel}:{identity}"
+
     def redeliveries_swept(self) -> str:
         """Epoch seconds from which the next sweep of GitHub's failed deliveries reads
         (:mod:`drydock.channels.github.redelivery`)."""

@@ -121,8 +121,13 @@ class _Context:
     def ignored(self, reason: str) -> Delivery:
         return Delivery(Channel.GITHUB, self.delivery_id, self.event, ignored=reason)
 
-    def routed(self, *intents: Intent) -> Delivery:
-        return Delivery(Channel.GITHUB, self.delivery_id, self.event, intents=intents)
+    def routed(self, *intents: Intent, identity: str | None = None) -> Delivery:
+        return Delivery(Channel.GITHUB, self.delivery_id, self.event, intents=intents, identity=identity)
+
+    def identity(self, object_id: str) -> str:
+        """``Delivery.identity`` of the event's object ``object_id``: ids of different kinds of
+        object may be equal, and one object is delivered again for each of its actions."""
+        return f"{self.event}.{self.action}:{object_id}"
 
 
 def _issue_comment(ctx: _Context) -> Delivery:
@@ -149,9 +154,10 @@ def _issue_comment(ctx: _Context) -> Delivery:
             url=optional_string(comment, "html_url") or "",
         ),
     )
+    identity = ctx.identity(comment_id)
     if pull_request and looks_like_autofix_command(message.text):
-        return ctx.routed(message, _forward(ctx))
-    return ctx.routed(message)
+        return ctx.routed(message, _forward(ctx), identity=identity)
+    return ctx.routed(message, identity=identity)
 
 
 def _issues(ctx: _Context) -> Delivery:
@@ -173,7 +179,7 @@ def _issues(ctx: _Context) -> Delivery:
             issue=str(number), comment_kind="issue", url=optional_string(issue, "html_url") or ""
         ),
     )
-    return ctx.routed(message)
+    return ctx.routed(message, identity=ctx.identity(identifier(issue, "id")))
 
 
 def _pull_request_facts(ctx: _Context) -> tuple[Object, int, str, str]:
@@ -218,7 +224,7 @@ def _review_comment(ctx: _Context) -> Delivery:
         written_at=optional_time(comment, "created_at"),
         references=references,
     )
-    return ctx.routed(message, _forward(ctx))
+    return ctx.routed(message, _forward(ctx), identity=ctx.identity(comment_id))
 
 
 def _review(ctx: _Context) -> Delivery:
@@ -228,12 +234,15 @@ def _review(ctx: _Context) -> Delivery:
     body = optional_string(review, "body")
     changes_requested = (optional_string(review, "state") or "").lower() == "changes_requested"
     forwards = (_forward(ctx),) if changes_requested else ()
+    review_id = identifier(review, "id")
     if not body:
-        return ctx.routed(*forwards) if forwards else ctx.ignored("a review without a body carries no message")
+        if not forwards:
+            return ctx.ignored("a review without a body carries no message")
+        return ctx.routed(*forwards, identity=ctx.identity(review_id))
     pull, number, head_ref, head_sha = _pull_request_facts(ctx)
     references = ctx.references(
         pull_request=str(number),
-        review_id=identifier(review, "id"),
+        review_id=review_id,
         review_state=optional_string(review, "state") or "",
         comment_kind="review",
         head_ref=head_ref,
@@ -251,7 +260,7 @@ def _review(ctx: _Context) -> Delivery:
         written_at=optional_time(review, "submitted_at"),
         references=references,
     )
-    return ctx.routed(message, *forwards)
+    return ctx.routed(message, *forwards, identity=ctx.identity(review_id))
 
 
 def _forward(ctx: _Context) -> Forward:

@@ -89,7 +89,7 @@ def _comment(payload: Object, delivery: str, organization: str, agent_user_id: s
         references=_references(organization, issue_id, issue, linear_comment_id=comment_id),
         written_at=optional_time(data, "createdAt"),
     )
-    return Delivery(Channel.LINEAR, delivery, "Comment", intents=(message,))
+    return Delivery(Channel.LINEAR, delivery, "Comment", intents=(message,), identity=f"Comment.create:{comment_id}")
 
 
 def _prompt_of(payload: Object, action: str, session: Object) -> tuple[str, str | None]:
@@ -130,9 +130,17 @@ def _agent_session(payload: Object, delivery: str, organization: str) -> Deliver
     author = account_id(author, "agentActivity.userId" if action == "prompted" else "agentSession.creatorId")
     creator = optional_obj(session, "creator") or {}
     name = optional_string(creator, "name") if author == optional_string(creator, "id") else None
+    event = f"AgentSessionEvent.{action}"
+    # A session is created once; each prompt in it is an activity of its own.
+    written: Object = session
+    identity: str | None = f"{event}:{session_id}"
+    if action == "prompted":
+        written = obj(payload, "agentActivity")
+        activity_id = optional_string(written, "id")
+        identity = f"{event}:{activity_id}" if activity_id else None
     message = Message(
         delivery_id=delivery,
-        event=f"AgentSessionEvent.{action}",
+        event=event,
         conversation=LinearConversation(organization, issue_id),
         sender=Sender(Channel.LINEAR, author, name or author),
         text=text,
@@ -143,9 +151,9 @@ def _agent_session(payload: Object, delivery: str, organization: str) -> Deliver
         addressed=True,
         references=_references(organization, issue_id, issue, linear_agent_session_id=session_id),
         own_words=_comment_body(session) if action == "created" else None,
-        written_at=optional_time(obj(payload, "agentActivity") if action == "prompted" else session, "createdAt"),
+        written_at=optional_time(written, "createdAt"),
     )
-    return Delivery(Channel.LINEAR, delivery, "AgentSessionEvent", intents=(message,))
+    return Delivery(Channel.LINEAR, delivery, "AgentSessionEvent", intents=(message,), identity=identity)
 
 
 def parse(headers: Mapping[str, str], body: bytes, *, agent_user_id: str | None = None) -> Delivery:
