@@ -168,6 +168,9 @@ async def test_an_accepted_unisolated_sandbox_is_reported(
         assert warnings
         assert "not isolated" in warnings[0]["event"]
         assert handle.workspace == str(Path(handle.labels[DIRECTORY_LABEL]) / "workspace")
+        # Its reaper finds an orphaned daemon by its environment, which a non-dumpable one hides.
+        cmdline = (await asyncio.to_thread(Path(f"/proc/{handle.labels[PID_LABEL]}/cmdline").read_bytes)).split(b"\0")
+        assert b"--dumpable" in cmdline
     finally:
         await provider.delete(handle.id)
 

@@ -56,6 +56,11 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--output-cap", type=int, default=1024 * 1024, help="bytes of output kept per command")
     parser.add_argument("--max-file-bytes", type=int, default=64 * 1024 * 1024)
     parser.add_argument("--max-request-bytes", type=int, default=256 * 1024 * 1024)
+    parser.add_argument(
+        "--dumpable",
+        action="store_true",
+        help="stay dumpable: only for a sandbox without isolation, whose commands reach the host anyway",
+    )
     return parser.parse_args(argv)
 
 
@@ -81,7 +86,8 @@ def _read_token(token_file: Path | None) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     args = _arguments(argv)
-    _not_dumpable()
+    if not args.dumpable:
+        _not_dumpable()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     token = _read_token(args.token_file)
     if not token:

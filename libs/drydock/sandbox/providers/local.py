@@ -185,6 +185,9 @@ class LocalProvider:
             "--max-queued-execs",
             str(s.max_queued_execs),
             *relays,
+            # Unisolated, its commands reach all the host user's processes anyway, and the reaper
+            # finds an orphaned daemon by its environment, which a non-dumpable one hides.
+            *(["--dumpable"] if self.bwrap is None else []),
         ]
 
     def _command(self, directory: Path, listen_fd: int) -> tuple[list[str], dict[str, str], str]:
