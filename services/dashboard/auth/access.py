@@ -10,6 +10,7 @@ none (its own threads only), unless it is an administrator, who sees everything 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import cast
 
@@ -79,11 +80,27 @@ class RepositoryAccess:
         await self.remember(session.user_id, found, refreshable=True)
         return frozenset(found)
 
+    async def visible(self, session: Session) -> Visible:
+        """What ``session``'s person may see, read once for a page that asks many times."""
+        return Visible(session.user_id, None if session.admin else await self.of(session))
+
     async def may_see(self, session: Session, repository: str | None) -> bool:
-        if session.admin:
-            return True
-        return repository is not None and repository.lower() in await self.of(session)
+        return (await self.visible(session)).repository(repository)
 
     async def may_see_thread(self, session: Session, owner: str | None, repository: str | None) -> bool:
-        """A thread is seen by its owner and by whoever may see its repository."""
-        return (owner is not None and owner == session.user_id) or await self.may_see(session, repository)
+        return (await self.visible(session)).thread(owner, repository)
+
+
+@dataclass(frozen=True)
+class Visible:
+    """What one person may see: the repositories (every one for an administrator, ``None``), and
+    so the threads of those repositories, and the threads they own."""
+
+    user_id: str
+    repositories: frozenset[str] | None
+
+    def repository(self, name: str | None) -> bool:
+        return self.repositories is None or (name is not None and name.lower() in self.repositories)
+
+    def thread(self, owner: str | None, repository: str | None) -> bool:
+        return (owner is not None and owner == self.user_id) or self.repository(repository)

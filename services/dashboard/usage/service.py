@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 from drydock.budgets import ActiveRuns, Limits
 from drydock.threads.metadata import ThreadMetadataStore
 from drydock.usage import Dimension, UsageLedger, UsageTotals
+from services.dashboard.auth.access import Visible
 from services.dashboard.auth.guard import Principal
 from services.dashboard.context import Dashboard
 from services.dashboard.errors import Invalid
@@ -50,9 +51,9 @@ class Usage:
         last = today or datetime.now(UTC).date()
         period = [last - timedelta(days=offset) for offset in range(days - 1, -1, -1)]
         per_day = [dict(await self._ledger.ranking(dimension, day, top=PER_DAY)) for day in period]
-        if dimension is Dimension.REPOSITORY and not principal.admin:
-            seen = await self._d.access.of(principal.session)
-            per_day = [_unseen_summed(ranking, seen) for ranking in per_day]
+        visible = await self._d.access.visible(principal.session)
+        if dimension is Dimension.REPOSITORY and visible.repositories is not None:
+            per_day = [_unseen_summed(ranking, visible) for ranking in per_day]
         totals: dict[str, UsageTotals] = {}
         for ranking in per_day:
             for name, day_totals in ranking.items():
@@ -74,8 +75,8 @@ class Usage:
             days=period,
             members=members,
             total_days=total_days,
-            threads=await self._threads(principal, period),
-            budgets=await self._budgets(principal, last),
+            threads=await self._threads(visible, period),
+            budgets=await self._budgets(visible, last),
         )
 
     async def _labels(self, dimension: Dimension, names: list[str]) -> dict[str, str]:
@@ -84,7 +85,7 @@ class Usage:
         identities = await self._d.accounts.identities(names)
         return {user_id: identity.login for user_id, identity in identities.items()}
 
-    async def _threads(self, principal: Principal, period: list[date], top: int = 10) -> list[ThreadUsageOut]:
+    async def _threads(self, visible: Visible, period: list[date], top: int = 10) -> list[ThreadUsageOut]:
         totals: dict[str, UsageTotals] = {}
         for day in period:
             for thread_id, day_totals in await self._ledger.ranking(Dimension.THREAD, day, top=top):
@@ -93,9 +94,7 @@ class Usage:
         found = []
         for thread_id in biggest:
             thread = await self._metadata.find(thread_id)
-            if thread is not None and not await self._d.access.may_see_thread(
-                principal.session, thread.owner, thread.repository
-            ):
+            if thread is not None and not visible.thread(thread.owner, thread.repository):
                 row = ThreadUsageOut(
                     thread_id=thread_id, title=UNSEEN_THREAD, repository=None, visible=False,
                     total=TotalsOut.of(totals[thread_id]),
@@ -110,7 +109,7 @@ class Usage:
             found.append(row)
         return found
 
-    async def _budgets(self, principal: Principal, today: date) -> list[BudgetUseOut]:
+    async def _budgets(self, visible: Visible, today: date) -> list[BudgetUseOut]:
         team = await self._d.accounts.team()
         limits = Limits.of(team.budgets)
         found: list[BudgetUseOut] = []
@@ -121,9 +120,7 @@ class Usage:
                 found.append(_spend(f"user {labels.get(user_id, user_id)} per day", totals, limits.user_day_usd))
         for settings in await self._d.accounts.repositories():
             own = Limits.of(team.budgets, settings.budgets)
-            if own.repository_day_usd is not None and await self._d.access.may_see(
-                principal.session, settings.full_name
-            ):
+            if own.repository_day_usd is not None and visible.repository(settings.full_name):
                 totals = await self._ledger.day(Dimension.REPOSITORY, settings.full_name.lower(), today)
                 found.append(_spend(f"repository {settings.full_name} per day", totals, own.repository_day_usd))
         if limits.active_runs is not None:
@@ -134,11 +131,11 @@ class Usage:
         return found
 
 
-def _unseen_summed(ranking: dict[str, UsageTotals], seen: frozenset[str]) -> dict[str, UsageTotals]:
-    """``ranking`` with the repositories not in ``seen`` summed as :data:`UNSEEN`."""
+def _unseen_summed(ranking: dict[str, UsageTotals], visible: Visible) -> dict[str, UsageTotals]:
+    """``ranking`` with the repositories the reader may not see summed as :data:`UNSEEN`."""
     shown: dict[str, UsageTotals] = {}
     for name, totals in ranking.items():
-        key = name if name.lower() in seen else UNSEEN
+        key = name if visible.repository(name) else UNSEEN
         shown[key] = shown.get(key, UsageTotals()) + totals
     return shown
 
