@@ -3,7 +3,7 @@ waits but the few the agent's tools make, which change no code."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,6 @@ from drydock.autofix.repairs import Repair, Repairs
 from drydock.credentials import ProxyCredentials
 from drydock.infra.redis import Keys
 from drydock.roles import Role
-from drydock.sandbox.credentials import SandboxGrant
 from tests.credentials.conftest import REPOSITORY
 from tests.credentials.sandbox_side import handle_for
 from tests.fakes.github import FakeGithub
@@ -70,20 +69,24 @@ async def plan_required(redis: Redis, keys: Keys) -> AsyncIterator[None]:
     await accounts.remove_repository(REPOSITORY)
 
 
-async def _grant(credentials: ProxyCredentials, thread_id: str, tmp_path: Path) -> SandboxGrant:
-    return await credentials.issue(
+Send = Callable[[str, str, dict[str, Any]], Awaitable[tuple[httpx.Response, list[str]]]]
+
+
+@pytest.fixture
+async def send(credentials: ProxyCredentials, github: FakeGithub, tmp_path: Path, thread_id: str) -> Send:
+    """Send a request with the thread's coder grant: the proxy's answer and the paths of what
+    reached the double."""
+    grant = await credentials.issue(
         handle_for(thread_id, tmp_path), thread_id=thread_id, role=Role.CODER, repository=REPOSITORY
     )
 
+    async def sending(method: str, path: str, body: dict[str, Any]) -> tuple[httpx.Response, list[str]]:
+        before = len(github.requests)
+        async with httpx.AsyncClient(base_url=str(grant.api_base_url), trust_env=False) as client:
+            response = await client.request(method, path, json=body)
+        return response, [seen.path for seen in github.requests[before:]]
 
-async def _send(
-    grant: SandboxGrant, github: FakeGithub, method: str, path: str, body: dict[str, Any]
-) -> tuple[httpx.Response, list[str]]:
-    """The proxy's answer and the paths of what reached the double."""
-    before = len(github.requests)
-    async with httpx.AsyncClient(base_url=str(grant.api_base_url), trust_env=False) as client:
-        response = await client.request(method, path, json=body)
-    return response, [seen.path for seen in github.requests[before:]]
+    return sending
 
 
 async def _open_repair(redis: Redis, keys: Keys, thread_id: str) -> None:
@@ -96,16 +99,12 @@ class TestUnderPlanApproval:
     @pytest.mark.parametrize(("method", "path", "body"), BRANCH_MOVING)
     async def test_a_write_that_can_change_code_is_refused(
         self,
-        credentials: ProxyCredentials,
-        github: FakeGithub,
-        tmp_path: Path,
-        thread_id: str,
+        send: Send,
         method: str,
         path: str,
         body: dict[str, Any],
     ) -> None:
-        grant = await _grant(credentials, thread_id, tmp_path)
-        response, reached = await _send(grant, github, method, path, body)
+        response, reached = await send(method, path, body)
         assert response.status_code == 403, response.text
         assert response.json()["message"].startswith("drydock credential proxy: ")
         assert reached == []
@@ -113,16 +112,12 @@ class TestUnderPlanApproval:
     @pytest.mark.parametrize(("method", "path", "body"), TOOLS_WRITES)
     async def test_the_tools_writes_go_through(
         self,
-        credentials: ProxyCredentials,
-        github: FakeGithub,
-        tmp_path: Path,
-        thread_id: str,
+        send: Send,
         method: str,
         path: str,
         body: dict[str, Any],
     ) -> None:
-        grant = await _grant(credentials, thread_id, tmp_path)
-        response, reached = await _send(grant, github, method, path, body)
+        response, reached = await send(method, path, body)
         assert "drydock credential proxy" not in response.text
         assert reached == [path]
 
@@ -131,30 +126,24 @@ class TestDuringARepair:
     @pytest.mark.parametrize(("method", "path", "body"), BRANCH_MOVING[1:4])
     async def test_a_graphql_mutation_waits_for_the_confidence(
         self,
-        credentials: ProxyCredentials,
-        github: FakeGithub,
+        send: Send,
         redis: Redis,
         keys: Keys,
-        tmp_path: Path,
         thread_id: str,
         method: str,
         path: str,
         body: dict[str, Any],
     ) -> None:
-        grant = await _grant(credentials, thread_id, tmp_path)
         await _open_repair(redis, keys, thread_id)
-        response, reached = await _send(grant, github, method, path, body)
+        response, reached = await send(method, path, body)
         assert response.status_code == 403
         assert "autofix repair" in response.json()["message"]
         assert reached == []
 
 
 class TestRepositoryIds:
-    async def test_a_repository_named_by_id_is_refused_without_a_gate(
-        self, credentials: ProxyCredentials, github: FakeGithub, tmp_path: Path, thread_id: str
-    ) -> None:
-        grant = await _grant(credentials, thread_id, tmp_path)
-        response, reached = await _send(grant, github, "GET", "/repositories/1", {})
+    async def test_a_repository_named_by_id_is_refused_without_a_gate(self, send: Send) -> None:
+        response, reached = await send("GET", "/repositories/1", {})
         assert response.status_code == 403
         assert "/repos/{owner}/{name}" in response.json()["message"]
         assert reached == []
@@ -173,41 +162,30 @@ class TestProtectedPaths:
     @pytest.mark.parametrize(("method", "path", "body"), FILE_WRITES)
     async def test_a_write_of_files_is_refused_so_that_a_push_can_be_held(
         self,
-        credentials: ProxyCredentials,
-        github: FakeGithub,
-        tmp_path: Path,
-        thread_id: str,
+        send: Send,
         method: str,
         path: str,
         body: dict[str, Any],
     ) -> None:
-        grant = await _grant(credentials, thread_id, tmp_path)
-        response, reached = await _send(grant, github, method, path, body)
+        response, reached = await send(method, path, body)
         assert response.status_code == 403
         assert "push with git instead" in response.json()["message"]
         assert reached == []
 
     async def test_without_protected_paths_a_write_of_files_goes_through(
         self,
-        credentials: ProxyCredentials,
-        github: FakeGithub,
+        send: Send,
         redis: Redis,
         keys: Keys,
-        tmp_path: Path,
-        thread_id: str,
     ) -> None:
         accounts = AccountsStore(redis, keys, host="github.com")
         await accounts.save_repository(RepositorySettings(full_name=REPOSITORY, protected_paths=()))
-        grant = await _grant(credentials, thread_id, tmp_path)
         method, path, body = FILE_WRITES[0]
-        response, reached = await _send(grant, github, method, path, body)
+        response, reached = await send(method, path, body)
         assert "drydock credential proxy" not in response.text
         assert reached == [path]
 
-    async def test_a_graphql_query_goes_through(
-        self, credentials: ProxyCredentials, github: FakeGithub, tmp_path: Path, thread_id: str
-    ) -> None:
-        grant = await _grant(credentials, thread_id, tmp_path)
-        response, reached = await _send(grant, github, "POST", "/graphql", {"query": "{ viewer { login } }"})
+    async def test_a_graphql_query_goes_through(self, send: Send) -> None:
+        response, reached = await send("POST", "/graphql", {"query": "{ viewer { login } }"})
         assert "drydock credential proxy" not in response.text
         assert reached == ["/graphql"]
