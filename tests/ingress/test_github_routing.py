@@ -38,6 +38,16 @@ async def started(running: RunningIngress, thread_id: str, repo: str) -> None:
     await running.records.remember_thread(thread_id)
 
 
+async def agent_pull_request(running: RunningIngress, repo: str, issue: int, number: int) -> tuple[str, str]:
+    """A coder thread started on issue ``issue`` of ``repo`` with its pull request ``number``:
+    the thread's id and the pull request's branch."""
+    creating = ids.github_issue(HOST, ORG, repo, issue)
+    branch = branch_name(creating, "fix the bug")
+    await started(running, creating, repo)
+    await running.records.record(PullRequestRecord(HOST, f"{ORG}/{repo}", number, creating, branch))
+    return creating, branch
+
+
 def from_fork(payload: dict[str, Any], outsider: str = "mallory") -> dict[str, Any]:
     """``payload`` as if its pull request's head were a branch of ``outsider``'s fork."""
     head = payload["pull_request"]["head"]
@@ -236,10 +246,7 @@ class TestForkBranches:
     ) -> None:
         async with start_ingress() as running:
             await trust(running, repo)
-            creating = ids.github_issue(HOST, ORG, repo, 80)
-            branch = branch_name(creating, "fix the bug")
-            await started(running, creating, repo)
-            await running.records.record(PullRequestRecord(HOST, f"{ORG}/{repo}", 81, creating, branch))
+            creating, branch = await agent_pull_request(running, repo, 80, 81)
             for number, event, payload in [
                 (
                     82,
@@ -259,10 +266,7 @@ class TestForkBranches:
     ) -> None:
         async with start_ingress() as running:
             await trust(running, repo)
-            creating = ids.github_issue(HOST, ORG, repo, 84)
-            branch = branch_name(creating, "fix the bug")
-            await started(running, creating, repo)
-            await running.records.record(PullRequestRecord(HOST, f"{ORG}/{repo}", 85, creating, branch))
+            creating, branch = await agent_pull_request(running, repo, 84, 85)
             payload = from_fork(webhooks.review_comment(ORG, repo, 86, "@drydock what is this?", head_ref=branch))
             response = await running.send(signing.github(GITHUB_SECRET, "pull_request_review_comment", payload))
             assert response.json()["threads"][0]["thread_id"] == ids.github_pr(HOST, ORG, repo, 86)
@@ -282,10 +286,7 @@ class TestForkBranches:
     ) -> None:
         async with start_ingress() as running:
             await trust(running, repo)
-            creating = ids.github_issue(HOST, ORG, repo, 89)
-            branch = branch_name(creating, "fix the bug")
-            await started(running, creating, repo)
-            await running.records.record(PullRequestRecord(HOST, f"{ORG}/{repo}", 90, creating, branch))
+            creating, branch = await agent_pull_request(running, repo, 89, 90)
             payload = webhooks.review_comment(ORG, repo, 91, "looks odd", head_ref=branch)
             await running.send(signing.github(GITHUB_SECRET, "pull_request_review_comment", payload))
             (message,) = await running.inbox(creating)
