@@ -40,6 +40,11 @@ def capped(text: str) -> str:
     return text
 
 
+def instruction_text(content: bytes | None) -> str | None:
+    """A downloaded instruction file's text, cut as :func:`capped` cuts it; ``None`` without one."""
+    return capped(content.decode(errors="replace")) if content is not None else None
+
+
 class BackendInstructionFiles:
     """Reads instruction files through a deepagents backend (the thread's sandbox); from a
     sandbox, none larger than :data:`MAX_INSTRUCTION_BYTES`."""

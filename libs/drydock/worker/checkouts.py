@@ -10,7 +10,7 @@ from dataclasses import replace
 import structlog
 
 from drydock.errors import describe
-from drydock.middleware.scoped_instructions import MAX_INSTRUCTION_BYTES, capped
+from drydock.middleware.scoped_instructions import MAX_INSTRUCTION_BYTES, instruction_text
 from drydock.redaction import Redactor
 from drydock.sandbox.backend import SandboxBackend
 from drydock.sandbox.snapshots import SnapshotStore
@@ -141,7 +141,7 @@ def _checkout(repository: str, path: str, remote_branch: str, agents_md: bytes |
     """The checkout at ``path``, from its remote default branch (``origin/NAME``) and the content
     of its AGENTS.md (cut as the scoped instruction files are)."""
     default_branch = remote_branch.removeprefix("origin/")
-    instructions = capped(agents_md.decode(errors="replace")) if agents_md is not None else None
+    instructions = instruction_text(agents_md)
     return Checkout(repository=repository, path=path, default_branch=default_branch or None, instructions=instructions)
 
 

@@ -16,7 +16,7 @@ from dataclasses import replace
 from drydock.bus.envelopes import Channel, ReplyAddress
 from drydock.channels.errors import OutboundFailed
 from drydock.credentials.user_tokens import app_authorization
-from drydock.middleware.scoped_instructions import MAX_INSTRUCTION_BYTES, capped
+from drydock.middleware.scoped_instructions import MAX_INSTRUCTION_BYTES, instruction_text
 from drydock.review.analysis import AnalysisProgress, request_analysis
 from drydock.review.checkouts import ReviewCheckout
 from drydock.review.guidelines import GuidelinesStore
@@ -109,7 +109,7 @@ async def _check_out_head(setup: RunSetup, target: ReviewTarget) -> str | None:
     [agents_md] = await setup.backend.adownload_files(
         [f"{setup.checkout.path}/AGENTS.md"], max_file_bytes=MAX_INSTRUCTION_BYTES
     )
-    return capped(agents_md.content.decode(errors="replace")) if agents_md.content is not None else None
+    return instruction_text(agents_md.content)
 
 
 async def _status_at_head(setup: RunSetup, target: ReviewTarget) -> ReplyAddress:
